@@ -1,0 +1,99 @@
+"""Secrets at rest: the master key, AES-GCM encryption, and hashing of API keys."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+from pathlib import Path
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from .errors import TreasuryError
+
+log = logging.getLogger("treasury")
+
+MASTER_KEY_ENV = "TREASURY_MASTER_KEY"
+_NONCE_BYTES = 12
+
+
+def new_master_key() -> str:
+    """A fresh 256-bit master key, base64url encoded."""
+    return base64.urlsafe_b64encode(secrets.token_bytes(32)).decode()
+
+
+def parse_master_key(value: str | bytes) -> bytes:
+    """Accept 32 raw bytes, or 32 bytes as base64url/base64 or hex text."""
+    if isinstance(value, bytes) and len(value) == 32:
+        return value
+    text = value.decode() if isinstance(value, bytes) else value
+    text = text.strip()
+    for decode in (
+        lambda s: bytes.fromhex(s),
+        lambda s: base64.urlsafe_b64decode(s + "=" * (-len(s) % 4)),
+        lambda s: base64.b64decode(s + "=" * (-len(s) % 4)),
+    ):
+        try:
+            raw = decode(text)
+        except ValueError:
+            continue
+        if len(raw) == 32:
+            return raw
+    raise TreasuryError("master key must be 32 bytes (base64 or hex encoded)")
+
+
+def resolve_master_key(explicit: str | bytes | None, key_file: Path | None) -> bytes:
+    """The master key: the argument, else TREASURY_MASTER_KEY, else a 0600 file.
+
+    Without a key file (an in-memory database) and no key given, an ephemeral key is
+    used: data encrypted with it cannot outlive the process, and neither does the database.
+    """
+    if explicit is not None:
+        return parse_master_key(explicit)
+    if os.environ.get(MASTER_KEY_ENV):
+        return parse_master_key(os.environ[MASTER_KEY_ENV])
+    if key_file is None:
+        return secrets.token_bytes(32)
+    try:
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return parse_master_key(key_file.read_text())
+    with os.fdopen(fd, "w") as f:
+        f.write(new_master_key() + "\n")
+    log.warning("generated a new master key in %s; back it up, it decrypts your data", key_file)
+    return parse_master_key(key_file.read_text())
+
+
+class SecretBox:
+    """AES-256-GCM under keys derived from the master key, one per purpose."""
+
+    def __init__(self, master_key: bytes):
+        self._master = master_key
+
+    def _aead(self, purpose: str) -> AESGCM:
+        return AESGCM(self.derive(f"encrypt:{purpose}"))
+
+    def derive(self, purpose: str) -> bytes:
+        """A 32-byte subkey for one purpose (HMAC-SHA256 of the purpose)."""
+        return hmac.new(self._master, purpose.encode(), hashlib.sha256).digest()
+
+    def encrypt(self, purpose: str, plaintext: str) -> bytes:
+        nonce = secrets.token_bytes(_NONCE_BYTES)
+        return nonce + self._aead(purpose).encrypt(nonce, plaintext.encode(), purpose.encode())
+
+    def decrypt(self, purpose: str, blob: bytes) -> str:
+        nonce, ciphertext = blob[:_NONCE_BYTES], blob[_NONCE_BYTES:]
+        return self._aead(purpose).decrypt(nonce, ciphertext, purpose.encode()).decode()
+
+
+def hash_secret(secret: str) -> str:
+    """SHA-256 of a high-entropy secret (API keys are 256-bit random, so no slow KDF)."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def same_secret(secret: str, stored_hash: str) -> bool:
+    """Compare a presented secret with a stored hash in constant time."""
+    return hmac.compare_digest(hash_secret(secret), stored_hash)

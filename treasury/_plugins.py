@@ -1,0 +1,59 @@
+"""Backends chosen by URL scheme through entry points, read lazily on first lookup."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from .errors import TreasuryError
+
+GROUPS = {
+    "storage": "treasury.storage",
+    "chain": "treasury.chain",
+    "fiat": "treasury.fiat",
+    "custody": "treasury.custody",
+}
+
+_INSTALL_HINTS = {
+    ("storage", "postgresql"): "pip install 'treasury[postgres]'",
+    ("storage", "postgres"): "pip install 'treasury[postgres]'",
+}
+
+B = TypeVar("B")
+
+
+class PluginNotFound(TreasuryError):
+    """No installed backend answers a URL's scheme."""
+
+
+def scheme_of(url: str) -> str:
+    scheme = urlsplit(url).scheme
+    if not scheme:
+        raise PluginNotFound(f"backend URL {url!r} has no scheme (e.g. sqlite:///treasury.db)")
+    return scheme.lower()
+
+
+def backend_class(group: str, url: str) -> type[Any]:
+    """The class registered under `url`'s scheme in the entry-point group."""
+    scheme = scheme_of(url)
+    found = entry_points(group=GROUPS[group])
+    for ep in found:
+        if ep.name == scheme:
+            return ep.load()  # type: ignore[no-any-return]
+    known = ", ".join(sorted(ep.name for ep in found)) or "none"
+    hint = _INSTALL_HINTS.get((group, scheme))
+    message = f"no {group} backend for scheme {scheme!r} (installed: {known})"
+    raise PluginNotFound(f"{message}; {hint}" if hint else message)
+
+
+def resolve(group: str, spec: B | str, base: type[B]) -> B:
+    """An instance passed in wins; a URL is opened by its backend's `from_url`."""
+    if isinstance(spec, base):
+        return spec
+    if not isinstance(spec, str):
+        raise TypeError(f"{group} must be a URL or a {base.__name__}, not {type(spec).__name__}")
+    cls = backend_class(group, spec)
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise PluginNotFound(f"{group} entry point for {spec!r} is not a {base.__name__}")
+    return cls.from_url(spec)  # type: ignore[attr-defined,no-any-return]

@@ -1,0 +1,1 @@
+"""Pluggable backends: storage, chain, fiat and custody, one abstract base per group."""

@@ -1,0 +1,3 @@
+from .base import Custody, CustodyKey
+
+__all__ = ["Custody", "CustodyKey"]

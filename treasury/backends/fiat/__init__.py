@@ -1,0 +1,3 @@
+from .base import FiatProvider
+
+__all__ = ["FiatProvider"]

@@ -1,0 +1,3 @@
+from .base import DuplicateKey, Storage, Transaction
+
+__all__ = ["DuplicateKey", "Storage", "Transaction"]

@@ -1,0 +1,90 @@
+"""Settings: `Treasury.open` arguments, else `TREASURY_*` variables, else the defaults.
+
+The CLI also reads a TOML file (``--config treasury.toml``) with the same keys in
+lowercase and a ``[chains]`` table mapping chain ids to backend URLs.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "TREASURY_"
+
+
+def _default_chains() -> dict[int, str]:
+    return {31337: "devnet://"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    storage: str = "sqlite:///treasury.db"
+    chains: dict[int, str] = field(default_factory=_default_chains)
+    fiat: str = "sandbox://"
+    custody: str = "local://"
+    master_key: str | None = None
+    allow_private_webhook_urls: bool = False
+    rate_limit: str = "100/10 seconds"
+    rate_limit_storage: str = "memory://"
+    max_body_bytes: int = 256 * 1024
+
+    @classmethod
+    def load(
+        cls,
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        toml_file: str | Path | None = None,
+    ) -> Settings:
+        """Defaults, then the TOML file, then the environment, then `overrides` (non-None)."""
+        settings = cls()
+        if toml_file is not None:
+            settings = settings.merged(tomllib.loads(Path(toml_file).read_text()))
+        settings = settings.merged(_from_env(os.environ if env is None else env))
+        return settings.merged({k: v for k, v in (overrides or {}).items() if v is not None})
+
+    def merged(self, values: Mapping[str, Any]) -> Settings:
+        known = {f.name: f.type for f in fields(self)}
+        unknown = set(values) - set(known)
+        if unknown:
+            raise ValueError(f"unknown settings: {', '.join(sorted(unknown))}")
+        cleaned: dict[str, Any] = {}
+        for name, value in values.items():
+            if name == "chains":
+                value = _parse_chains(value)
+            elif name == "allow_private_webhook_urls":
+                value = _parse_bool(value)
+            elif name == "max_body_bytes":
+                value = int(value)
+            cleaned[name] = value
+        return replace(self, **cleaned)
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, str]:
+    names = {f.name for f in fields(Settings)}
+    found = {}
+    for name in names:
+        value = env.get(ENV_PREFIX + name.upper())
+        if value:
+            found[name] = value
+    return found
+
+
+def _parse_bool(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _parse_chains(value: object) -> dict[int, str]:
+    """A mapping, or text such as ``31337=devnet://,1=https://rpc.example``."""
+    if isinstance(value, str):
+        pairs = (item.split("=", 1) for item in value.split(",") if item.strip())
+        return {int(chain_id): url.strip() for chain_id, url in pairs}
+    if isinstance(value, Mapping):
+        return {int(chain_id): str(url) for chain_id, url in value.items()}
+    raise ValueError("chains must be a mapping of chain id to backend URL")

@@ -1,0 +1,1 @@
+"""Operations, one module per resource; each group works inside one organization's `Scope`."""

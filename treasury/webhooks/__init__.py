@@ -1,0 +1,1 @@
+"""Webhooks: target checks, signing (Standard Webhooks), the outbox and its dispatcher."""
