@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import eth_account  # noqa: F401  (its import raises the recursion limit; do it before hypothesis runs)
 import httpx
 import pytest
 

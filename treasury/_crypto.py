@@ -31,13 +31,14 @@ def parse_master_key(value: str | bytes) -> bytes:
         return value
     text = value.decode() if isinstance(value, bytes) else value
     text = text.strip()
-    for decode in (
-        lambda s: bytes.fromhex(s),
-        lambda s: base64.urlsafe_b64decode(s + "=" * (-len(s) % 4)),
-        lambda s: base64.b64decode(s + "=" * (-len(s) % 4)),
+    padded = text + "=" * (-len(text) % 4)
+    for decode, encoded in (
+        (bytes.fromhex, text),
+        (base64.urlsafe_b64decode, padded),
+        (base64.b64decode, padded),
     ):
         try:
-            raw = decode(text)
+            raw = decode(encoded)
         except ValueError:
             continue
         if len(raw) == 32:

@@ -87,7 +87,9 @@ class Treasury:
             "rate_limit_storage": rate_limit_storage,
             "chains": {k: v for k, v in chains.items() if isinstance(v, str)} if chains else None,
         }
-        settings = (settings or Settings.load()).merged({k: v for k, v in urls.items() if v is not None})
+        settings = (settings or Settings.load()).merged(
+            {k: v for k, v in urls.items() if v is not None}
+        )
         store = _plugins.resolve("storage", storage or settings.storage, Storage)
         key = master_key if master_key is not None else settings.master_key
         secrets = SecretBox(resolve_master_key(key, store.key_file))

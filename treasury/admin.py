@@ -87,7 +87,9 @@ class Admin:
     def list_api_keys(self, org_id: str | None = None) -> list[ApiKey]:
         where, params = ("WHERE org_id = ?", (org_id,)) if org_id else ("", ())
         with self._runtime.storage.read() as tx:
-            rows = tx.query(f"SELECT {_KEY_COLUMNS} FROM api_keys {where} ORDER BY created_at", params)
+            rows = tx.query(
+                f"SELECT {_KEY_COLUMNS} FROM api_keys {where} ORDER BY created_at", params
+            )
         return [_api_key(row) for row in rows]
 
     def revoke_api_key(self, key_id: str) -> ApiKey:

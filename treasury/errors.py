@@ -97,9 +97,7 @@ class Conflict(TreasuryError):
 
 
 class IdempotencyInFlight(Conflict):
-    default_message = (
-        "A request with this Idempotency-Key is still in flight; wait and retry"
-    )
+    default_message = "A request with this Idempotency-Key is still in flight; wait and retry"
 
 
 class PayloadTooLarge(TreasuryError):

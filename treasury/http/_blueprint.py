@@ -25,7 +25,9 @@ _CATCH_ALL = "not_found"
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 
-def create_blueprint(treasury: Treasury, *, url_prefix: str = "/v1", name: str = "treasury") -> Blueprint:
+def create_blueprint(
+    treasury: Treasury, *, url_prefix: str = "/v1", name: str = "treasury"
+) -> Blueprint:
     """Mount the /v1 API of `treasury` in any Flask app."""
     blueprint = Blueprint(name, __name__, url_prefix=url_prefix)
     for route in ROUTES:
@@ -92,8 +94,7 @@ def _json_body(max_bytes: int) -> Any:
     """The parsed JSON body; {} when empty. 413 over the limit, 415 if not JSON."""
     if request.content_length is not None and request.content_length > max_bytes:
         raise PayloadTooLarge(f"Request body exceeds {max_bytes} bytes")
-    request.max_content_length = max_bytes
-    raw = request.get_data(cache=False)
+    raw = _read_at_most(max_bytes)
     if not raw.strip():
         return {}
     if request.mimetype != "application/json":
@@ -105,6 +106,17 @@ def _json_body(max_bytes: int) -> Any:
             "Malformed JSON",
             {"fields": [{"location": "body", "field": "", "message": str(error)}]},
         ) from None
+
+
+def _read_at_most(max_bytes: int) -> bytes:
+    """The body, read in chunks (chunked uploads have no length), or 413 past the limit."""
+    parts, size = [], 0
+    while chunk := request.stream.read(64 * 1024):
+        size += len(chunk)
+        if size > max_bytes:
+            raise PayloadTooLarge(f"Request body exceeds {max_bytes} bytes")
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _not_found(blueprint_name: str) -> Callable[..., Response]:

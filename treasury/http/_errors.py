@@ -35,4 +35,6 @@ def unexpected_response(exc: BaseException) -> Response:
     """A 500 with a request id to quote, and never a stack trace in the body."""
     request_id = uuid.uuid4().hex
     log.error("unexpected error, request id %s", request_id, exc_info=exc)
-    return json_response(500, {"error": "Internal server error", "details": {"requestId": request_id}})
+    return json_response(
+        500, {"error": "Internal server error", "details": {"requestId": request_id}}
+    )

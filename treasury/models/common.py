@@ -31,9 +31,7 @@ def _not_zero(value: str) -> str:
     return value
 
 
-Address = Annotated[
-    str, StringConstraints(pattern=ADDRESS_PATTERN), AfterValidator(_lowercase)
-]
+Address = Annotated[str, StringConstraints(pattern=ADDRESS_PATTERN), AfterValidator(_lowercase)]
 """`0x` + 40 hex characters, any case in, lowercase out."""
 
 NonZeroAddress = Annotated[Address, AfterValidator(_not_zero)]

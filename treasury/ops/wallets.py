@@ -140,4 +140,4 @@ def _wallet(row: Row) -> Wallet:
 
 
 def _address(value: str) -> str:
-    return parse_value(Address, value, "path", "address")
+    return str(parse_value(Address, value, "path", "address"))

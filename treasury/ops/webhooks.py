@@ -16,7 +16,7 @@ from ..models.common import Deleted, ListOf
 from ..models.webhooks import CreatedWebhook, CreateWebhook, Webhook
 from ..webhooks.targets import check_target
 
-SECRET_PREFIX = "whsec_"
+SECRET_PREFIX = "whsec_"  # noqa: S105 (a prefix, not a secret)
 _PURPOSE = "webhook-secret"
 _COLUMNS = "id, url, events, wallets, created_at"
 

@@ -14,7 +14,9 @@ from werkzeug.serving import make_server
 def serve(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
     """Serve `app` on a free port in a background thread; yield its base URL."""
     server = make_server(host, 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="treasury-test-server", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, args=(0.05,), name="treasury-test-server", daemon=True
+    )
     thread.start()
     try:
         yield f"http://{host}:{server.server_port}"

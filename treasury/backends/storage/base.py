@@ -74,5 +74,5 @@ class Storage(ABC):
         """Where a generated master key may live beside the data, if anywhere."""
         return None
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional hook)
         """Release connections."""

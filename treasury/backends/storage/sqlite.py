@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 from urllib.parse import unquote, urlsplit
 
 import sqlite_utils
@@ -29,18 +29,22 @@ class _Tx(Transaction):
 
     def execute(self, sql: str, params: Params = ()) -> int:
         try:
-            return int(self._db.execute(sql, params).rowcount)
+            return int(self._db.execute(sql, _bind(params)).rowcount)
         except sqlite3.IntegrityError as error:
             raise _translate(error) from error
 
     def query(self, sql: str, params: Params = ()) -> list[Row]:
         try:
-            return list(self._db.query(sql, params))
+            return list(self._db.query(sql, _bind(params)))
         except sqlite3.IntegrityError as error:
             raise _translate(error) from error
 
     def lock(self, name: str) -> None:
         """Nothing to do: ``BEGIN IMMEDIATE`` already serialises every writer."""
+
+
+def _bind(params: Params) -> Sequence[Any] | dict[str, Any]:
+    return dict(params) if isinstance(params, Mapping) else params
 
 
 def _translate(error: sqlite3.IntegrityError) -> Exception:
