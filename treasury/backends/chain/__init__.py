@@ -1,0 +1,3 @@
+from .base import ADDRESS_KEYS, Chain, ChainConfig, Receipt, Reverted
+
+__all__ = ["ADDRESS_KEYS", "Chain", "ChainConfig", "Receipt", "Reverted"]

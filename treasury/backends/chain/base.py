@@ -1,0 +1,120 @@
+"""The chain interface: the few JSON-RPC primitives the library builds everything on.
+
+Balances (Multicall3 ``aggregate3``), allowances, prepare steps, earner rates and the
+indexer are written once in the core on top of `call`, `receipts`, `send_raw_transaction`,
+`pending_nonce` and `fee_fields`. A backend translates its transport's failures into
+`UpstreamError` (502) and reverted calls into `Reverted` at this boundary.
+`treasury.testing.chain.ChainSuite` is the conformance suite every backend runs.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from ...errors import UpstreamError
+
+#: Keys of `ChainConfig.addresses` (values: lowercase 0x addresses on that chain).
+ADDRESS_KEYS = ("USDC", "USDT", "c0", "swap_facility", "earner_rate_source", "multicall")
+CANONICAL_MULTICALL3 = "0xca11bde05977b3631167028862be2a173976ca11"
+
+
+class Reverted(UpstreamError):
+    """An eth_call or transaction reverted (502); `.message` carries the reason when known."""
+
+    default_message = "Execution reverted"
+
+
+@dataclass(frozen=True)
+class ChainConfig:
+    """One chain: its id, its backend URL, and the addresses of our contracts on it.
+
+    `tokens` lists extra ERC-20 addresses whose balances are reported besides USDC,
+    USDT and c0.
+    """
+
+    chain_id: int
+    url: str
+    addresses: Mapping[str, str] = field(default_factory=dict)
+    tokens: Sequence[str] = ()
+
+    @classmethod
+    def parse(cls, chain_id: int, spec: str | Mapping[str, Any] | ChainConfig) -> ChainConfig:
+        """From a URL, or a mapping ``{"url": ..., "addresses": {...}, "tokens": [...]}``."""
+        if isinstance(spec, ChainConfig):
+            return spec
+        if isinstance(spec, str):
+            return cls(chain_id, spec)
+        addresses = {k: str(v).lower() for k, v in dict(spec.get("addresses", {})).items()}
+        unknown = set(addresses) - set(ADDRESS_KEYS)
+        if unknown:
+            raise ValueError(f"unknown chain address keys: {', '.join(sorted(unknown))}")
+        tokens = tuple(str(t).lower() for t in spec.get("tokens", ()))
+        return cls(int(chain_id), str(spec["url"]), addresses, tokens)
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """A mined transaction's receipt; `status` 1 is success, 0 reverted (EIP-658)."""
+
+    transaction_hash: str
+    transaction_index: int
+    block_hash: str
+    block_number: int
+    sender: str
+    to: str | None
+    contract_address: str | None
+    status: int
+    type: int
+    root: str | None = None
+
+
+class Chain(ABC):
+    """A chain backend. Thread-safe: one instance serves every thread of a process."""
+
+    chain_id: int
+    addresses: Mapping[str, str]  # every key of ADDRESS_KEYS
+    tokens: Sequence[str]  # ERC-20 addresses reported by balances, USDC/USDT/c0 first
+
+    @classmethod
+    @abstractmethod
+    def from_config(cls, config: ChainConfig) -> Self:
+        """Connect to (or start) the chain that `config` names."""
+
+    @abstractmethod
+    def call(self, to: str, data: bytes) -> bytes:
+        """``eth_call`` at the latest block; `Reverted` if it reverts."""
+
+    @abstractmethod
+    def receipts(self, hashes: Sequence[str]) -> list[Receipt | None]:
+        """Receipts in the order asked, None for transactions not mined (or unknown).
+
+        Backends fetch many at once (JSON-RPC batch requests on real nodes).
+        """
+
+    @abstractmethod
+    def send_raw_transaction(self, raw: bytes) -> str:
+        """Broadcast a signed transaction; return its hash (0x + 64 lowercase hex)."""
+
+    @abstractmethod
+    def pending_nonce(self, address: str) -> int:
+        """``eth_getTransactionCount(address, "pending")``."""
+
+    @abstractmethod
+    def fee_fields(self) -> dict[str, int]:
+        """Fee fields for a new transaction: EIP-1559 ``maxFeePerGas`` and
+        ``maxPriorityFeePerGas``, or a legacy ``gasPrice``."""
+
+    @abstractmethod
+    def estimate_gas(self, transaction: Mapping[str, Any]) -> int:
+        """``eth_estimateGas``; `Reverted` if the transaction would revert."""
+
+    @property
+    @abstractmethod
+    def web3(self) -> Any:
+        """A `web3.Web3` bound to this chain, for signing and sending outside the library."""
+
+    def close(self) -> None:  # noqa: B027 (optional hook)
+        """Release connections or stop an in-process chain."""
