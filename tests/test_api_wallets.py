@@ -14,7 +14,8 @@ def test_create_wallet_answers_spec_fields(client):
     r = client.post("/v1/wallets", json={"label": "Operations"}, headers=idem())
     assert r.status_code == 201
     body = r.json()
-    assert set(body) == {"address", "createdAt", "updatedAt", "label"}
+    assert set(body) == {"id", "address", "createdAt", "updatedAt", "label"}
+    assert isinstance(body["id"], int)
     assert ADDRESS.match(body["address"])
     assert body["label"] == "Operations"
     assert is_timestamp(body["createdAt"]) and is_timestamp(body["updatedAt"])

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from ._chain_registry import ChainRegistry
 from ._clock import Clock, to_text
 from ._crypto import SecretBox
 from .backends.custody.base import Custody
 from .backends.fiat.base import FiatProvider
 from .backends.storage.base import Storage
+from .ops.signing import Signer
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,8 @@ class Runtime:
     custody: Custody
     fiat: FiatProvider
     clock: Clock
+    chains: ChainRegistry
+    signer: Signer
     allow_private_webhook_urls: bool = False
 
     def now(self) -> datetime:

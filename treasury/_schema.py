@@ -97,12 +97,53 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at)",
         ],
     ),
+    (
+        2,
+        "tracked transactions, the event outbox, wallet nonces",
+        [
+            """CREATE TABLE transactions (
+                id {pk},
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                chain_id INTEGER NOT NULL,
+                hash TEXT NOT NULL,
+                type TEXT NOT NULL,
+                sender TEXT NOT NULL,
+                contract TEXT NOT NULL,
+                token TEXT NOT NULL,
+                amount TEXT NOT NULL,
+                wallet_id INTEGER NOT NULL REFERENCES wallets(id),
+                wallet_address TEXT NOT NULL,
+                status TEXT NOT NULL,
+                receipt TEXT,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                UNIQUE (org_id, chain_id, hash))""",
+            """CREATE INDEX transactions_pending
+                ON transactions (chain_id, id) WHERE status = 'pending'""",
+            "CREATE INDEX transactions_hash ON transactions (chain_id, hash)",
+            """CREATE TABLE events (
+                id {pk},
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                type TEXT NOT NULL,
+                wallet_address TEXT,
+                payload TEXT NOT NULL,
+                created_at TEXT NOT NULL)""",
+            "CREATE INDEX events_org ON events (org_id, id)",
+            """CREATE TABLE wallet_nonces (
+                chain_id INTEGER NOT NULL,
+                address TEXT NOT NULL,
+                next_nonce INTEGER NOT NULL,
+                PRIMARY KEY (chain_id, address))""",
+        ],
+    ),
 ]
 
 
 def migrate(storage: Storage, *, now: str) -> int:
     """Apply every migration the store lacks; return the schema version reached."""
     with storage.transaction() as tx:
+        # Under the lock: concurrent CREATE TABLE IF NOT EXISTS can fail in PostgreSQL.
+        tx.lock("schema_migrations")
         tx.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             "version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 
 from . import _plugins
+from ._chain_registry import ChainRegistry, ChainSpec
 from ._clock import Clock, system_clock
 from ._crypto import SecretBox, resolve_master_key
 from ._idempotency import purge_expired
@@ -19,11 +22,20 @@ from .backends.custody.base import Custody
 from .backends.fiat.base import FiatProvider
 from .backends.storage.base import Storage
 from .config import Settings
-from .errors import NotFound
+from .errors import TreasuryError
+from .indexer import index_chain
+from .ops.balances import Balances
 from .ops.bank_accounts import BankAccounts
 from .ops.recipients import Recipients
+from .ops.signing import Signer
+from .ops.swaps import Swaps
+from .ops.transactions import Transactions
 from .ops.wallets import Wallets
 from .ops.webhooks import Webhooks
+from .ops.yields import Yields
+
+
+log = logging.getLogger("treasury")
 
 
 class Organization:
@@ -37,6 +49,10 @@ class Organization:
         self.recipients = Recipients(scope)
         self.bank_accounts = BankAccounts(scope)
         self.webhooks = Webhooks(scope)
+        self.balances = Balances(scope)
+        self.swaps = Swaps(scope)
+        self.transactions = Transactions(scope)
+        self.yields = Yields(scope)
 
     def __repr__(self) -> str:
         return f"<treasury.Organization {self.id}>"
@@ -46,8 +62,10 @@ class Organization:
 class RunSummary:
     """What one `run_once` pass did."""
 
+    transactions_confirmed: int = 0
+    transactions_failed: int = 0
     idempotency_keys_purged: int = 0
-    extra: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
 
 
 class Treasury:
@@ -64,7 +82,7 @@ class Treasury:
         cls,
         storage: str | Storage | None = None,
         *,
-        chains: dict[int, Any] | None = None,
+        chains: Mapping[int, ChainSpec] | None = None,
         fiat: str | FiatProvider | None = None,
         custody: str | Custody | None = None,
         master_key: str | bytes | None = None,
@@ -85,7 +103,6 @@ class Treasury:
             "allow_private_webhook_urls": allow_private_webhook_urls,
             "rate_limit": rate_limit,
             "rate_limit_storage": rate_limit_storage,
-            "chains": {k: v for k, v in chains.items() if isinstance(v, str)} if chains else None,
         }
         settings = (settings or Settings.load()).merged(
             {k: v for k, v in urls.items() if v is not None}
@@ -101,6 +118,8 @@ class Treasury:
             custody=custodian,
             fiat=_plugins.resolve("fiat", fiat or settings.fiat, FiatProvider),
             clock=clock or system_clock,
+            chains=ChainRegistry(chains if chains is not None else settings.chains),
+            signer=Signer(store, custodian),
             allow_private_webhook_urls=settings.allow_private_webhook_urls,
         )
         migrate(store, now=runtime.now_text())
@@ -124,13 +143,25 @@ class Treasury:
         return Organization(Scope(self._runtime, org_id, user_id))
 
     def chain(self, chain_id: int) -> Any:
-        raise NotFound(f"Chain {chain_id} is not configured")
+        """The backend of a configured chain (the devnet adds `faucet`); 404 if unknown."""
+        return self._runtime.chains.get(chain_id)
 
     def run_once(self) -> RunSummary:
-        """One pass of background work; safe to call from several processes."""
+        """One pass of background work: index pending transactions on every chain, purge
+        expired idempotency keys. A failing chain is reported and does not stop the rest."""
+        summary = RunSummary()
+        for chain_id in self._runtime.chains.ids():
+            try:
+                indexed = index_chain(self._runtime, chain_id)
+            except TreasuryError as error:
+                log.warning("indexing chain %s failed: %s", chain_id, error.message)
+                summary.errors[f"chain {chain_id}"] = error.message
+                continue
+            summary.transactions_confirmed += indexed.confirmed
+            summary.transactions_failed += indexed.failed
         with self._runtime.storage.transaction() as tx:
-            purged = purge_expired(tx, self._runtime.now_text())
-        return RunSummary(idempotency_keys_purged=purged)
+            summary.idempotency_keys_purged = purge_expired(tx, self._runtime.now_text())
+        return summary
 
     def now(self) -> datetime:
         return self._runtime.now()
@@ -140,6 +171,7 @@ class Treasury:
         return self._runtime.storage
 
     def close(self) -> None:
+        self._runtime.chains.close()
         self._runtime.storage.close()
 
     def __enter__(self) -> Self:

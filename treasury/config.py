@@ -23,7 +23,7 @@ def _default_chains() -> dict[int, str]:
 @dataclass(frozen=True)
 class Settings:
     storage: str = "sqlite:///treasury.db"
-    chains: dict[int, str] = field(default_factory=_default_chains)
+    chains: dict[int, Any] = field(default_factory=_default_chains)
     fiat: str = "sandbox://"
     custody: str = "local://"
     master_key: str | None = None
@@ -80,11 +80,12 @@ def _parse_bool(value: object) -> bool:
     return str(value).strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _parse_chains(value: object) -> dict[int, str]:
-    """A mapping, or text such as ``31337=devnet://,1=https://rpc.example``."""
+def _parse_chains(value: object) -> dict[int, Any]:
+    """Text such as ``31337=devnet://,1=https://rpc.example``, or a mapping of chain id to
+    a URL or a table ``{url, addresses, tokens}`` (see `ChainConfig.parse`)."""
     if isinstance(value, str):
         pairs = (item.split("=", 1) for item in value.split(",") if item.strip())
         return {int(chain_id): url.strip() for chain_id, url in pairs}
     if isinstance(value, Mapping):
-        return {int(chain_id): str(url) for chain_id, url in value.items()}
+        return {int(chain_id): spec for chain_id, spec in value.items()}
     raise ValueError("chains must be a mapping of chain id to backend URL")

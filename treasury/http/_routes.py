@@ -22,6 +22,12 @@ class Call:
         self.params = params
         self.headers = headers
 
+    def query_param(self, name: str) -> str:
+        """A required query parameter."""
+        if name not in self.query:
+            raise ValidationError.field("query", name, "is required")
+        return self.query[name]
+
     def idempotency_key(self) -> str:
         """The Idempotency-Key header, required on the routes that take it."""
         key = self.headers.get("Idempotency-Key")
@@ -89,6 +95,34 @@ def delete_webhook(org: Organization, call: Call) -> tuple[int, Resource]:
     return 200, org.webhooks.delete(call.params["webhook_id"])
 
 
+def prepare_deposit(org: Organization, call: Call) -> tuple[int, Resource]:
+    return 200, org.swaps.prepare_deposit(call.params["chain_id"], call.body)
+
+
+def prepare_withdraw(org: Organization, call: Call) -> tuple[int, Resource]:
+    return 200, org.swaps.prepare_withdraw(call.params["chain_id"], call.body)
+
+
+def record_transaction(org: Organization, call: Call) -> tuple[int, Resource]:
+    return 201, org.transactions.record(call.params["chain_id"], call.body)
+
+
+def get_transaction(org: Organization, call: Call) -> tuple[int, Resource]:
+    return 200, org.transactions.get(call.params["chain_id"], call.params["tx_hash"])
+
+
+def get_balances(org: Organization, call: Call) -> tuple[int, Resource]:
+    return 200, org.balances.get(call.params["chain_id"], call.params["address"])
+
+
+def estimate_yield(org: Organization, call: Call) -> tuple[int, Resource]:
+    return 200, org.yields.estimate(call.params["chain_id"], call.query_param("address"))
+
+
+def get_yield(org: Organization, call: Call) -> tuple[int, Resource]:
+    return 200, org.yields.estimate(call.params["chain_id"], call.query_param("address"))
+
+
 def list_yield_artifacts(org: Organization, call: Call) -> tuple[int, Resource]:
     """Public. Publishing per-period artifacts arrives with yield distributions."""
     return 200, ListOf[Resource](data=[])
@@ -107,4 +141,11 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/webhooks", list_webhooks),
     Route("DELETE", "/webhooks/<webhook_id>", delete_webhook),
     Route("GET", "/yield/artifacts", list_yield_artifacts, public=True),
+    Route("POST", "/<int:chain_id>/deposit/prepare", prepare_deposit),
+    Route("POST", "/<int:chain_id>/withdraw/prepare", prepare_withdraw),
+    Route("POST", "/<int:chain_id>/transactions", record_transaction),
+    Route("GET", "/<int:chain_id>/transactions/<tx_hash>", get_transaction),
+    Route("GET", "/<int:chain_id>/balances/<address>", get_balances),
+    Route("GET", "/<int:chain_id>/yield/estimate", estimate_yield),
+    Route("GET", "/<int:chain_id>/yield", get_yield),
 )

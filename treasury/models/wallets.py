@@ -16,8 +16,13 @@ class TrackWallet(Body):
 
 
 class Wallet(Timestamped):
-    """An organization wallet; its address identifies it across the API."""
+    """An organization wallet; its address identifies it across the API.
 
+    `id` is an addition to the specification's fields: it is the `walletId` that
+    `POST /v1/{chainId}/transactions` takes.
+    """
+
+    id: int
     address: Address
     label: str | None
 

@@ -10,7 +10,7 @@ from .._idempotency import run_once
 from .._runtime import Scope
 from .._validation import parse, parse_value
 from ..backends.storage.base import DuplicateKey, Row, Transaction
-from ..errors import Conflict, NotFound
+from ..errors import Conflict, NotFound, ValidationError
 from ..models.common import Address, Deleted, ListOf, ListQuery
 from ..models.wallets import (
     CreateWallet,
@@ -119,6 +119,23 @@ class Wallets:
         if row is None:
             raise NotFound("Wallet not found")
         return row
+
+    def send_transaction(
+        self, chain_id: int, address: str, *, to: str, data: bytes = b"", value: int = 0
+    ) -> str:
+        """Sign with custody and broadcast from a managed wallet; return the hash."""
+        wallet = self.get(address)
+        if wallet["type"] != "managed" or wallet["custody_ref"] is None:
+            raise ValidationError.field("path", "address", "tracked wallets cannot sign")
+        runtime = self._scope.runtime
+        return runtime.signer.send(
+            runtime.chains.get(chain_id),
+            custody_ref=wallet["custody_ref"],
+            sender=wallet["address"],
+            to=_address(to),
+            data=data,
+            value=value,
+        )
 
     def delete(self, address: str) -> Deleted:
         """Remove the wallet from the organization; custody keeps its key material."""
