@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +30,24 @@ class TestSQLiteFile(StorageSuite):
     def test_key_file_beside_the_database(self, tmp_path: Path, storage: SQLiteStorage) -> None:
         assert storage.key_file == tmp_path / "t.key"
 
+    def test_connections_of_finished_threads_are_closed(self, storage: SQLiteStorage) -> None:
+        """A thread-per-request server must not leak a connection (and its files) per thread."""
+
+        def work() -> None:
+            with storage.read() as r:
+                r.query("SELECT 1 AS one")
+
+        for _ in range(50):
+            thread = threading.Thread(target=work)
+            thread.start()
+            thread.join(10)
+        deadline = time.monotonic() + 5
+        while len(storage._all) > 1 and time.monotonic() < deadline:
+            gc.collect()
+            time.sleep(0.01)
+        assert len(storage._all) <= 1
+        work()  # the storage itself still works
+
     def test_data_survives_reopening(self, tmp_path: Path, storage: SQLiteStorage) -> None:
         with storage.transaction() as tx:
             tx.execute("CREATE TABLE t (k TEXT)")
@@ -51,8 +72,6 @@ class TestSQLiteMemory(StorageSuite):
         assert storage.key_file is None
 
     def test_one_database_for_every_thread(self, storage: SQLiteStorage) -> None:
-        import threading
-
         with storage.transaction() as tx:
             tx.execute("CREATE TABLE t (k TEXT)")
         thread = threading.Thread(target=lambda: _insert(storage, "from-thread"))

@@ -34,7 +34,6 @@ from .ops.wallets import Wallets
 from .ops.webhooks import Webhooks
 from .ops.yields import Yields
 
-
 log = logging.getLogger("treasury")
 
 

@@ -11,9 +11,9 @@ from ._abi import Function, multicall_payload, multicall_results
 ChainLookup = Callable[[int], Chain]
 
 
-def multicall(chain: Chain, calls: Sequence[tuple[str, Function, tuple[object, ...]]]) -> list[
-    tuple[object, ...] | None
-]:
+def multicall(
+    chain: Chain, calls: Sequence[tuple[str, Function, tuple[object, ...]]]
+) -> list[tuple[object, ...] | None]:
     """Run many view calls in one ``eth_call`` through Multicall3; None where one failed."""
     payload = multicall_payload([(target, fn.encode(*args)) for target, fn, args in calls])
     raw = chain.call(chain.addresses["multicall"], payload)

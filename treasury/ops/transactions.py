@@ -10,7 +10,7 @@ from .._runtime import Scope
 from .._validation import parse, parse_value
 from ..backends.storage.base import DuplicateKey, Row
 from ..errors import Conflict, NotFound
-from ..models.chain import RecordTransaction, Recorded, Transaction, TxHash
+from ..models.chain import Recorded, RecordTransaction, Transaction, TxHash
 
 COLUMNS = (
     "org_id, chain_id, hash, type, sender, contract, token, amount, wallet_id, status,"
@@ -35,7 +35,10 @@ class Transactions:
         self._scope = scope
 
     def record(
-        self, chain_id: int, body: RecordTransaction | Mapping[str, Any] | None = None, **fields: Any
+        self,
+        chain_id: int,
+        body: RecordTransaction | Mapping[str, Any] | None = None,
+        **fields: Any,
     ) -> Recorded:
         """Queue a transaction for indexing; `walletId` must be this organization's."""
         request = parse(RecordTransaction, body if body is not None else fields)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -97,7 +98,16 @@ class SQLiteStorage(Storage):
         db: sqlite_utils.Database | None = getattr(self._local, "db", None)
         if db is None:
             db = self._local.db = self._connect()
+            # Dropped with the thread's locals when the thread ends: close its connection.
+            self._local.owner = owner = _ThreadOwner()
+            weakref.finalize(owner, self._release, db).atexit = False
         return db
+
+    def _release(self, db: sqlite_utils.Database) -> None:
+        with self._registry_lock:
+            if db in self._all:
+                self._all.remove(db)
+        db.conn.close()
 
     @contextmanager
     def _outermost(self, begin: str) -> Iterator[Transaction]:
@@ -153,6 +163,10 @@ class SQLiteStorage(Storage):
                 db.conn.close()
             self._all.clear()
         self._local = threading.local()
+
+
+class _ThreadOwner:
+    """Held only by one thread's locals; its finalizer closes that thread's connection."""
 
 
 @contextmanager
