@@ -60,7 +60,7 @@ def test_zero_config_master_key_file_is_private_and_reused(tmp_path, monkeypatch
     tenant = make_tenant(t)
     account = tenant.org.bank_accounts.create(BANK_ACCOUNT)
     t.close()
-    key_file = tmp_path / "zero.key"
+    key_file = tmp_path / "zero.db.key"
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     again = Treasury.open(f"sqlite:///{db}")  # decrypts with the same key file
     rows = again.for_api_key(tenant.secret).bank_accounts.list().data

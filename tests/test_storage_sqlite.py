@@ -28,7 +28,7 @@ class TestSQLiteFile(StorageSuite):
             assert r.one("PRAGMA foreign_keys") == {"foreign_keys": 1}
 
     def test_key_file_beside_the_database(self, tmp_path: Path, storage: SQLiteStorage) -> None:
-        assert storage.key_file == tmp_path / "t.key"
+        assert storage.key_file == tmp_path / "t.db.key"
 
     def test_connections_of_finished_threads_are_closed(self, storage: SQLiteStorage) -> None:
         """A thread-per-request server must not leak a connection (and its files) per thread."""
@@ -115,7 +115,7 @@ def test_from_url_memory_has_no_key_file() -> None:
 
 def test_from_url_key_file() -> None:
     store = SQLiteStorage.from_url("sqlite:////abs/x.db")
-    assert store.key_file == Path("/abs/x.key")  # no connection is opened for a file
+    assert store.key_file == Path("/abs/x.db.key")  # no connection is opened for a file
 
 
 @pytest.mark.parametrize("url", ["sqlite://host/x.db", "sqlite://localhost/x.db"])

@@ -77,7 +77,7 @@ class SQLiteStorage(Storage):
 
     @property
     def key_file(self) -> Path | None:
-        return None if self.path == MEMORY else Path(self.path).with_suffix(".key")
+        return None if self.path == MEMORY else Path(self.path + ".key")
 
     def _connect(self) -> sqlite_utils.Database:
         conn = sqlite3.connect(

@@ -1,0 +1,258 @@
+"""The `treasury` command line, driven as a user would: in a fresh directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from click.testing import CliRunner, Result
+
+from treasury import AuthenticationError, Treasury
+from treasury.cli import main
+
+from .conftest import MASTER_KEY
+
+
+@pytest.fixture(autouse=True)
+def _no_outside_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("TREASURY_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh working directory, like a user's empty project folder.
+
+    (click 8.5 deprecates `CliRunner.isolated_filesystem`; chdir does the same.)
+    """
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(*args: str, master_key: str | None = MASTER_KEY, code: int = 0) -> Result:
+    env = {"TREASURY_MASTER_KEY": master_key} if master_key else {}
+    result = CliRunner().invoke(main, list(args), env=env)
+    assert result.exit_code == code, (result.output, result.stderr, result.exception)
+    return result
+
+
+def run_json(*args: str, **kw: Any) -> Any:
+    return json.loads(run(*args, "--json", **kw).stdout)
+
+
+def open_db(storage: str = "sqlite:///treasury.db") -> Treasury:
+    return Treasury.open(storage, master_key=MASTER_KEY)
+
+
+def test_init_prints_a_secret_that_authenticates(cwd: Path) -> None:
+    result = run("init", "--org-name", "Acme", "--user-id", "alice")
+    secret = next(w for w in result.stdout.split() if w.startswith("trk_"))
+    assert "cannot be shown again" in result.stdout
+    with open_db() as t:
+        org = t.for_api_key(secret)
+        assert org.user_id == "alice"
+        assert t.admin.get_organization(org.id).name == "Acme"
+
+
+def test_zero_config_init_writes_the_master_key_beside_the_database(cwd: Path) -> None:
+    result = run("init", "--json", master_key=None)
+    secret = json.loads(result.stdout)["apiKey"]["secret"]
+    assert (cwd / "treasury.db").exists()
+    assert (cwd / "treasury.db.key").exists()
+    assert "master key" in result.stderr
+    with Treasury.open("sqlite:///treasury.db") as t:  # the key file is found again
+        t.for_api_key(secret)
+
+
+def test_init_json_fields(cwd: Path) -> None:
+    doc = run_json("init", "--org-name", "Acme")
+    assert doc["organization"]["name"] == "Acme"
+    key = doc["apiKey"]
+    assert key["organizationId"] == doc["organization"]["id"]
+    assert key["userId"] == "admin"
+    assert key["id"].startswith("key_")
+    assert key["secret"].startswith("trk_")
+    assert key["expiresAt"] is None and key["revokedAt"] is None
+
+
+def test_second_init_refuses_unless_forced(cwd: Path) -> None:
+    run("init")
+    refused = run("init", code=1)
+    assert "already initialized" in refused.stderr and "--force" in refused.stderr
+    assert "Traceback" not in refused.output and "trk_" not in refused.output
+    error = json.loads(run("init", "--json", code=1).stderr)
+    assert "already initialized" in error["error"]
+    run("init", "--force", "--org-name", "Second")
+    names = [o["name"] for o in run_json("orgs", "list")["data"]]
+    assert names == ["My organization", "Second"]
+
+
+def test_orgs_create_and_list(cwd: Path) -> None:
+    created = run_json("orgs", "create", "Globex")
+    assert created["name"] == "Globex"
+    listed = run_json("orgs", "list")
+    assert listed["count"] == 1 and listed["data"][0]["id"] == created["id"]
+    table = run("orgs", "list").stdout
+    assert created["id"] in table and "Globex" in table
+
+
+def test_invalid_org_name_is_an_error_not_a_traceback(cwd: Path) -> None:
+    result = run("orgs", "create", " ", code=1)
+    assert result.stderr.strip() == "Error: Invalid input; name: must be 1 to 200 characters"
+    error = json.loads(run("orgs", "create", " ", "--json", code=1).stderr)
+    assert error["details"]["fields"][0]["field"] == "name"
+    assert "Traceback" not in result.output
+
+
+def test_keys_create_list_and_revoke(cwd: Path) -> None:
+    org_id = run_json("orgs", "create", "Acme")["id"]
+    created = run_json("keys", "create", org_id, "--user-id", "bob")
+    secret = created["secret"]
+    with open_db() as t:
+        assert t.for_api_key(secret).user_id == "bob"
+
+    listed = run("keys", "list")
+    table = run("keys", "list", "--org", org_id).stdout
+    as_json = run("keys", "list", "--json").stdout
+    for output in (listed.stdout, table, as_json):
+        assert created["id"] in output
+        assert secret not in output and "trk_" not in output
+    doc = json.loads(as_json)
+    assert doc["count"] == 1 and "secret" not in doc["data"][0]
+    assert "active" in table
+
+    revoked = run_json("keys", "revoke", created["id"])
+    assert revoked["id"] == created["id"] and revoked["revokedAt"] is not None
+    assert "trk_" not in json.dumps(revoked)
+    with open_db() as t, pytest.raises(AuthenticationError) as error:
+        t.for_api_key(secret)
+    assert error.value.status == 401 and error.value.message == "Unauthorized"
+    assert "revoked" in run("keys", "list").stdout
+
+
+def test_keys_of_unknown_things_fail_cleanly(cwd: Path) -> None:
+    assert run("keys", "revoke", "key_nope", code=1).stderr.strip() == "Error: API key not found"
+    assert json.loads(run("keys", "revoke", "key_nope", "--json", code=1).stderr) == {
+        "error": "API key not found"
+    }
+    assert "Organization not found" in run("keys", "create", "nope", code=1).stderr
+    assert "Organization not found" in run("keys", "list", "--org", "nope", code=1).stderr
+
+
+def test_expired_key_creation(cwd: Path) -> None:
+    org_id = run_json("orgs", "create", "Acme")["id"]
+    past = run_json("keys", "create", org_id, "--expires-at", "2020-01-01T00:00:00Z")
+    assert past["expiresAt"].startswith("2020-01-01T00:00:00")
+    future = run_json("keys", "create", org_id, "--expires-at", "2999-01-01")  # naive: UTC
+    assert future["expiresAt"].startswith("2999-01-01T00:00:00")
+    with open_db() as t:
+        with pytest.raises(AuthenticationError, match="API key expired"):
+            t.for_api_key(past["secret"])
+        t.for_api_key(future["secret"])
+    assert "expired" in run("keys", "list").stdout
+    bad = run("keys", "create", org_id, "--expires-at", "soon", code=2)
+    assert "ISO 8601" in bad.stderr
+
+
+def test_toml_config_is_honoured(cwd: Path) -> None:
+    (cwd / "treasury.toml").write_text(
+        f'storage = "sqlite:///from-toml.db"\nmaster_key = "{"1" * 64}"\n'
+    )
+    secret = run_json("init", master_key=None)["apiKey"]["secret"]
+    assert (cwd / "from-toml.db").exists() and not (cwd / "treasury.db").exists()
+    assert not (cwd / "from-toml.db.key").exists()  # the configured master key was used
+    with Treasury.open("sqlite:///from-toml.db", master_key="1" * 64) as t:
+        t.for_api_key(secret)
+
+    (cwd / "other.toml").write_text('storage = "sqlite:///other.db"\n')
+    run("--config", "other.toml", "orgs", "create", "Other")
+    assert (cwd / "other.db").exists()
+    run("--config", "other.toml", "--storage", "sqlite:///flag.db", "orgs", "create", "Flag")
+    assert (cwd / "flag.db").exists()
+    assert run_json("--storage", "sqlite:///flag.db", "orgs", "list")["count"] == 1
+
+
+def test_broken_config_is_an_error(cwd: Path) -> None:
+    (cwd / "treasury.toml").write_text('colour = "blue"\n')
+    result = run("orgs", "list", code=1)
+    assert "unknown settings: colour" in result.stderr
+    assert "Traceback" not in result.output
+    assert run("--config", "missing.toml", "orgs", "list", code=2).exit_code == 2
+
+
+def test_worker_once(cwd: Path) -> None:
+    summary = run_json("worker", "--once")
+    assert summary["idempotency_keys_purged"] == 0
+    assert "worker pass" in run("worker", "--once").stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def test_serve_answers_on_v1(cwd: Path) -> None:
+    secret = run_json("init", master_key=None)["apiKey"]["secret"]  # zero-config, key file
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TREASURY_")}
+    log = (cwd / "serve.log").open("w+")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "treasury.cli", "serve", "--port", str(port)],
+        cwd=cwd,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, (cwd / "serve.log").read_text()
+            try:
+                response = httpx.get(f"{base}/wallets", headers={"x-api-key": secret}, timeout=5)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "server did not answer in 30 s"
+                time.sleep(0.1)
+        assert response.status_code == 200
+        assert response.json() == {"data": [], "count": 0}
+        assert httpx.get(f"{base}/wallets", headers={"x-api-key": "trk_x_y"}).status_code == 401
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+    output = (cwd / "serve.log").read_text()
+    assert f"Serving the treasury API on {base}" in output
+    assert secret not in output
+    assert proc.returncode == 0  # SIGTERM stops it cleanly
+
+
+def test_serve_on_a_busy_port_fails_cleanly(cwd: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        result = subprocess.run(  # a subprocess: waitress leaks its sockets when bind fails
+            [sys.executable, "-m", "treasury.cli", "serve", "--port", str(busy.getsockname()[1])],
+            env=os.environ | {"TREASURY_MASTER_KEY": MASTER_KEY},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1
+    assert "cannot listen on 127.0.0.1" in result.stderr
+    assert "Traceback" not in result.stderr
