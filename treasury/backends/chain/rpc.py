@@ -1,0 +1,228 @@
+"""``http://`` and ``https://``: a real node over web3 JSON-RPC.
+
+The primitives speak JSON-RPC directly over one thread-safe `httpx.Client`: `receipts`
+sends one batch request per `BATCH_SIZE` hashes, so indexing 10,000 transactions takes
+20 round trips. `web3` is built on first use only. Transport failures, HTTP errors and
+JSON-RPC errors become `UpstreamError`; reverts (JSON-RPC code 3, or an "execution
+reverted" message) become `Reverted` with the decoded reason.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn, Self
+from urllib.parse import urlsplit
+
+import httpx
+
+from ...errors import UpstreamError
+from ._deploy import check_hash, is_address, revert_reason
+from .base import ADDRESS_KEYS, CANONICAL_MULTICALL3, Chain, ChainConfig, Receipt, Reverted
+
+__all__ = ["BATCH_SIZE", "RpcChain"]
+
+#: Receipts asked for in one JSON-RPC batch request.
+BATCH_SIZE = 500
+_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+_TX_KEYS = (
+    "from",
+    "to",
+    "data",
+    "input",
+    "value",
+    "gas",
+    "nonce",
+    "gasPrice",
+    "maxFeePerGas",
+    "maxPriorityFeePerGas",
+)
+
+
+class RpcChain(Chain):
+    """A chain reached over JSON-RPC at `config.url`; checks the node's chain id on connect.
+
+    Pass `client` to reuse or instrument an `httpx.Client` (e.g. a transport or event
+    hooks that count requests); the chain then does not close it.
+    """
+
+    def __init__(self, config: ChainConfig, *, client: httpx.Client | None = None) -> None:
+        missing = [k for k in ADDRESS_KEYS if k != "multicall" and k not in config.addresses]
+        if missing:
+            raise ValueError(
+                f"chain {config.chain_id} needs the addresses of {', '.join(missing)} "
+                "(ChainConfig.addresses)"
+            )
+        addresses = {"multicall": CANONICAL_MULTICALL3, **config.addresses}
+        for key, value in addresses.items():
+            if not is_address(value):
+                raise ValueError(f"chain {config.chain_id}: {key} is not an address: {value!r}")
+        self.chain_id = config.chain_id
+        self.url = config.url
+        parts = urlsplit(config.url)  # never the path or credentials: they may hold API keys
+        port = f":{parts.port}" if parts.port else ""
+        self._where = f"chain {config.chain_id} at {parts.scheme}://{parts.hostname}{port}"
+        self.addresses = {k: addresses[k].lower() for k in ADDRESS_KEYS}
+        core = [self.addresses[k] for k in ("USDC", "USDT", "c0")]
+        self.tokens = core + [t.lower() for t in config.tokens if t.lower() not in core]
+        self._own_client = client is None
+        self._client = client or httpx.Client(timeout=_TIMEOUT)
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._web3: Any = None
+        try:
+            answered = int(self._request("eth_chainId", []), 16)
+        except Exception:
+            self.close()
+            raise
+        if answered != self.chain_id:
+            self.close()
+            raise ValueError(
+                f"{self._where} answers chain id {answered}: the node is another chain "
+                "than the one configured"
+            )
+
+    @classmethod
+    def from_config(cls, config: ChainConfig) -> Self:
+        return cls(config)
+
+    @property
+    def web3(self) -> Any:
+        """A `web3.Web3` over HTTP to the same node (built on first use)."""
+        with self._lock:
+            if self._web3 is None:
+                from web3 import HTTPProvider, Web3
+
+                self._web3 = Web3(HTTPProvider(self.url))
+            return self._web3
+
+    # -- the Chain interface --------------------------------------------------------
+
+    def call(self, to: str, data: bytes) -> bytes:
+        result = self._request("eth_call", [{"to": to.lower(), "data": _hex(data)}, "latest"])
+        return bytes.fromhex(str(result).removeprefix("0x"))
+
+    def receipts(self, hashes: Sequence[str]) -> list[Receipt | None]:
+        checked = [check_hash(h) for h in hashes]
+        out: list[Receipt | None] = []
+        for start in range(0, len(checked), BATCH_SIZE):
+            chunk = checked[start : start + BATCH_SIZE]
+            results = self._batch([("eth_getTransactionReceipt", [h]) for h in chunk])
+            out.extend(_receipt(r) if r else None for r in results)
+        return out
+
+    def send_raw_transaction(self, raw: bytes) -> str:
+        return str(self._request("eth_sendRawTransaction", [_hex(raw)])).lower()
+
+    def pending_nonce(self, address: str) -> int:
+        return int(self._request("eth_getTransactionCount", [address.lower(), "pending"]), 16)
+
+    def fee_fields(self) -> dict[str, int]:
+        block, tip = self._batch(
+            [("eth_getBlockByNumber", ["latest", False]), ("eth_maxPriorityFeePerGas", [])]
+        )
+        if block.get("baseFeePerGas") is None:  # a chain without EIP-1559
+            return {"gasPrice": int(self._request("eth_gasPrice", []), 16)}
+        priority = int(tip, 16)
+        return {
+            "maxFeePerGas": 2 * int(block["baseFeePerGas"], 16) + priority,
+            "maxPriorityFeePerGas": priority,
+        }
+
+    def estimate_gas(self, transaction: Mapping[str, Any]) -> int:
+        return int(self._request("eth_estimateGas", [_rpc_transaction(transaction)]), 16)
+
+    def close(self) -> None:
+        if self._own_client:
+            self._client.close()
+
+    # -- JSON-RPC -------------------------------------------------------------------
+
+    def _request(self, method: str, params: list[Any]) -> Any:
+        (result,) = self._batch([(method, params)], single=True)
+        return result
+
+    def _batch(self, calls: list[tuple[str, list[Any]]], *, single: bool = False) -> list[Any]:
+        """Results of `calls` in order, in one HTTP request."""
+        if not calls:
+            return []
+        requests: list[dict[str, Any]] = [
+            {"jsonrpc": "2.0", "id": next(self._ids), "method": m, "params": p} for m, p in calls
+        ]
+        body = self._post(requests[0] if single else requests)
+        answers = [body] if single and isinstance(body, dict) else body
+        if not isinstance(answers, list):
+            _raise(body, calls[0][0])
+        by_id = {a.get("id"): a for a in answers if isinstance(a, dict)}
+        results = []
+        for request in requests:
+            answer = by_id.get(request["id"])
+            if answer is None:
+                raise UpstreamError(f"{self._where} left {request['method']} unanswered")
+            if "error" in answer:
+                _raise(answer, request["method"])
+            results.append(answer.get("result"))
+        return results
+
+    def _post(self, payload: Any) -> Any:
+        try:
+            response = self._client.post(self.url, json=payload)
+        except httpx.HTTPError as e:
+            raise UpstreamError(f"{self._where} unreachable: {type(e).__name__}") from e
+        if response.status_code != httpx.codes.OK:
+            raise UpstreamError(f"{self._where} answered HTTP {response.status_code}")
+        try:
+            return response.json()
+        except ValueError as e:
+            raise UpstreamError(f"{self._where} answered invalid JSON") from e
+
+
+def _raise(answer: Any, method: str) -> NoReturn:
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if not isinstance(error, dict):
+        raise UpstreamError(f"{method}: malformed JSON-RPC answer")
+    message = str(error.get("message", ""))
+    if error.get("code") == 3 or "revert" in message.lower():
+        reason = revert_reason(error.get("data")) or revert_reason(message)
+        raise Reverted(f"Execution reverted: {reason}" if reason else None)
+    raise UpstreamError(f"{method} failed: {message} (code {error.get('code')})")
+
+
+def _receipt(r: Mapping[str, Any]) -> Receipt | None:
+    if r.get("blockNumber") is None:
+        return None
+    status = r.get("status")
+    return Receipt(
+        transaction_hash=str(r["transactionHash"]).lower(),
+        transaction_index=int(r["transactionIndex"], 16),
+        block_hash=str(r["blockHash"]).lower(),
+        block_number=int(r["blockNumber"], 16),
+        sender=str(r["from"]).lower(),
+        to=str(r["to"]).lower() if r.get("to") else None,
+        contract_address=str(r["contractAddress"]).lower() if r.get("contractAddress") else None,
+        status=int(status, 16) if status is not None else 1,
+        type=int(r.get("type") or "0x0", 16),
+        root=str(r["root"]).lower() if r.get("root") else None,
+    )
+
+
+def _rpc_transaction(transaction: Mapping[str, Any]) -> dict[str, str]:
+    """JSON-RPC form: addresses lowercase, quantities and data as 0x hex."""
+    tx: dict[str, str] = {}
+    for key, value in transaction.items():
+        if key not in _TX_KEYS:
+            raise ValueError(f"unsupported transaction field {key!r}")
+        if value is None:
+            continue
+        if key in ("from", "to"):
+            tx[key] = str(value).lower()
+        elif key in ("data", "input"):
+            tx["data"] = _hex(value) if isinstance(value, bytes) else str(value)
+        else:
+            tx[key] = hex(int(value, 16) if isinstance(value, str) else int(value))
+    return tx
+
+
+def _hex(data: bytes) -> str:
+    return "0x" + bytes(data).hex()

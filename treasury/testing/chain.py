@@ -1,0 +1,272 @@
+"""The chain conformance suite: what every `Chain` backend must get right.
+
+Subclass `ChainSuite` and provide two fixtures: ``chain``, a `Chain` with our contracts
+deployed (`treasury.devnet_node.deploy_contracts` does that on any node), and ``fund``,
+a callable ``fund(address, symbol, amount)`` that gives an account whole units of
+``"USDC"``, ``"USDT"``, ``"c0"`` or ``"ETH"`` on that chain::
+
+    import pytest
+    from treasury.testing.chain import ChainSuite
+
+    class TestMyChain(ChainSuite):
+        @pytest.fixture
+        def chain(self):
+            chain = MyChain.from_config(...)
+            yield chain
+            chain.close()
+
+        @pytest.fixture
+        def fund(self, chain):
+            return lambda address, symbol, amount: ...
+
+Every test works on fresh accounts (`eth_account.Account.create`), so ``chain`` may be
+shared by a whole module.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from eth_abi.abi import decode, encode
+from eth_abi.grammar import parse
+from eth_account import Account
+from eth_account.signers.local import LocalAccount
+from eth_utils.address import to_checksum_address
+from eth_utils.crypto import keccak
+
+from treasury.backends.chain import ADDRESS_KEYS, Chain, Receipt, Reverted
+from treasury.errors import UpstreamError
+
+Fund = Callable[[str, str, str], Any]
+
+HASH = re.compile(r"0x[0-9a-f]{64}")
+ADDRESS = re.compile(r"0x[0-9a-f]{40}")
+DECIMALS = {"USDC": 6, "USDT": 6, "c0": 18}
+
+
+def calldata(signature: str, *args: Any) -> bytes:
+    """Selector and ABI-encoded arguments of a call, e.g. ``("balanceOf(address)", a)``."""
+    arguments = signature[signature.index("(") :]
+    types = [t.to_type_str() for t in parse(arguments).components] if args else []
+    return keccak(text=signature)[:4] + encode(types, list(args))
+
+
+def balance_of(chain: Chain, symbol: str, owner: str) -> int:
+    data = chain.call(chain.addresses[symbol], calldata("balanceOf(address)", owner))
+    return int(decode(["uint256"], data)[0])
+
+
+def send(
+    chain: Chain,
+    account: LocalAccount,
+    to: str,
+    data: bytes = b"",
+    *,
+    value: int = 0,
+    gas: int | None = None,
+    nonce: int | None = None,
+    chain_id: int | None = None,
+) -> str:
+    """Sign an EIP-1559 transaction with eth-account and broadcast it through `chain`."""
+    tx: dict[str, Any] = {
+        "type": 2,
+        "chainId": chain.chain_id if chain_id is None else chain_id,
+        "nonce": chain.pending_nonce(account.address) if nonce is None else nonce,
+        "to": to_checksum_address(to),  # eth-account refuses all-lowercase addresses
+        "value": value,
+        "data": data,
+        **chain.fee_fields(),
+    }
+    if gas is None:
+        gas = chain.estimate_gas({"from": account.address, "to": to, "data": data, "value": value})
+    signed = account.sign_transaction({**tx, "gas": gas})
+    return chain.send_raw_transaction(bytes(signed.raw_transaction))
+
+
+class ChainSuite:
+    """Tests every chain backend passes; see the module docstring for the fixtures."""
+
+    @pytest.fixture
+    def funded(self, chain: Chain, fund: Fund) -> LocalAccount:
+        """A fresh account holding 1 ETH and 100 of USDC, USDT and c0."""
+        account: LocalAccount = Account.create()
+        fund(account.address, "ETH", "1")
+        for symbol in ("USDC", "USDT", "c0"):
+            fund(account.address, symbol, "100")
+        return account
+
+    def test_chain_id(self, chain: Chain) -> None:
+        assert isinstance(chain.chain_id, int)
+        assert chain.web3.eth.chain_id == chain.chain_id
+
+    def test_addresses(self, chain: Chain) -> None:
+        assert set(ADDRESS_KEYS) <= set(chain.addresses)
+        for key in ADDRESS_KEYS:
+            assert ADDRESS.fullmatch(chain.addresses[key]), (key, chain.addresses[key])
+        assert list(chain.tokens[:3]) == [chain.addresses[k] for k in ("USDC", "USDT", "c0")]
+
+    def test_block_chainid_matches(self, chain: Chain) -> None:
+        data = chain.call(chain.addresses["multicall"], calldata("getChainId()"))
+        assert int(decode(["uint256"], data)[0]) == chain.chain_id
+
+    def test_call_token_views(self, chain: Chain) -> None:
+        stranger = Account.create().address
+        for symbol, decimals in DECIMALS.items():
+            data = chain.call(chain.addresses[symbol], calldata("decimals()"))
+            assert decode(["uint8"], data)[0] == decimals
+            assert balance_of(chain, symbol, stranger) == 0
+
+    def test_fund_is_exact(self, chain: Chain, fund: Fund) -> None:
+        owner = Account.create().address
+        fund(owner, "USDC", "250.5")
+        fund(owner, "c0", "0.000000000000000001")
+        assert balance_of(chain, "USDC", owner) == 250_500_000
+        assert balance_of(chain, "c0", owner) == 1
+        assert chain.web3.eth.get_balance(owner) == 0
+        fund(owner, "ETH", "0.5")
+        assert chain.web3.eth.get_balance(owner) == 5 * 10**17
+
+    def test_reverting_call_raises(self, chain: Chain) -> None:
+        mint = calldata("mint(address,uint256)", Account.create().address, 1)
+        with pytest.raises(Reverted, match="not a minter") as caught:
+            chain.call(chain.addresses["USDC"], mint)
+        assert isinstance(caught.value, UpstreamError)
+        assert caught.value.status == 502
+
+    def test_send_raw_transaction_and_receipt(self, chain: Chain, funded: LocalAccount) -> None:
+        to = Account.create().address
+        transfer = calldata("transfer(address,uint256)", to, 1_500_000)
+        tx_hash = send(chain, funded, chain.addresses["USDC"], transfer)
+        assert HASH.fullmatch(tx_hash)
+        (receipt,) = chain.receipts([tx_hash])
+        assert isinstance(receipt, Receipt)
+        assert receipt.status == 1
+        assert receipt.transaction_hash == tx_hash
+        assert HASH.fullmatch(receipt.block_hash)
+        assert isinstance(receipt.block_number, int) and receipt.block_number > 0
+        assert isinstance(receipt.transaction_index, int) and receipt.transaction_index >= 0
+        assert receipt.sender == funded.address.lower()
+        assert receipt.to == chain.addresses["USDC"]
+        assert receipt.contract_address is None
+        assert receipt.type == 2
+        assert balance_of(chain, "USDC", to) == 1_500_000
+        assert balance_of(chain, "USDC", funded.address) == 98_500_000
+        assert chain.receipts([tx_hash.upper().replace("0X", "0x")]) == [receipt]
+
+    def test_transaction_reverting_on_chain_has_status_0(
+        self, chain: Chain, funded: LocalAccount
+    ) -> None:
+        usdt, spender = chain.addresses["USDT"], chain.addresses["swap_facility"]
+        first = send(chain, funded, usdt, calldata("approve(address,uint256)", spender, 1))
+        # USDT refuses a non-zero -> non-zero approve; an explicit gas limit mines it anyway
+        second = send(
+            chain, funded, usdt, calldata("approve(address,uint256)", spender, 2), gas=100_000
+        )
+        receipts = chain.receipts([first, second])
+        assert [r.status if r else None for r in receipts] == [1, 0]
+        allowance = chain.call(
+            usdt, calldata("allowance(address,address)", funded.address, spender)
+        )
+        assert decode(["uint256"], allowance)[0] == 1
+
+    def test_unknown_receipt_is_none(self, chain: Chain) -> None:
+        assert chain.receipts(["0x" + "ab" * 32]) == [None]
+        assert chain.receipts([]) == []
+
+    def test_malformed_hash_is_refused(self, chain: Chain) -> None:
+        with pytest.raises(ValueError, match="transaction hash"):
+            chain.receipts(["0x1234"])
+
+    def test_receipts_keep_order(self, chain: Chain, funded: LocalAccount) -> None:
+        nonce = chain.pending_nonce(funded.address)
+        sink = Account.create().address
+        hashes = [
+            send(chain, funded, sink, value=i + 1, gas=21_000, nonce=nonce + i) for i in range(50)
+        ]
+        unknown = "0x" + "cd" * 32
+        asked = sorted([*hashes, unknown])  # an order unrelated to the sending order
+        receipts = chain.receipts(asked)
+        assert [r.transaction_hash if r else None for r in receipts] == [
+            None if h == unknown else h for h in asked
+        ]
+        assert all(r is None or r.status == 1 for r in receipts)
+        assert chain.pending_nonce(funded.address) == nonce + 50
+
+    def test_pending_nonce_increments(self, chain: Chain, funded: LocalAccount) -> None:
+        before = chain.pending_nonce(funded.address)
+        send(chain, funded, Account.create().address, value=1, gas=21_000)
+        assert chain.pending_nonce(funded.address) == before + 1
+        assert chain.pending_nonce(Account.create().address) == 0
+
+    def test_replayed_transaction_is_refused(self, chain: Chain, funded: LocalAccount) -> None:
+        tx = {
+            "type": 2,
+            "chainId": chain.chain_id,
+            "nonce": chain.pending_nonce(funded.address),
+            "to": Account.create().address,
+            "value": 1,
+            "gas": 21_000,
+            **chain.fee_fields(),
+        }
+        raw = bytes(funded.sign_transaction(tx).raw_transaction)
+        chain.send_raw_transaction(raw)
+        with pytest.raises(UpstreamError):
+            chain.send_raw_transaction(raw)
+
+    def test_other_chain_id_is_refused(self, chain: Chain, funded: LocalAccount) -> None:
+        nonce = chain.pending_nonce(funded.address)
+        with pytest.raises(UpstreamError):
+            send(chain, funded, Account.create().address, value=1, gas=21_000, chain_id=1)
+        assert chain.pending_nonce(funded.address) == nonce
+
+    def test_fee_fields(self, chain: Chain) -> None:
+        fees = chain.fee_fields()
+        assert set(fees) in ({"maxFeePerGas", "maxPriorityFeePerGas"}, {"gasPrice"})
+        assert all(isinstance(v, int) and v >= 0 for v in fees.values())
+        if "maxFeePerGas" in fees:
+            assert fees["maxFeePerGas"] >= fees["maxPriorityFeePerGas"]
+
+    def test_estimate_gas(self, chain: Chain, funded: LocalAccount) -> None:
+        usdc = chain.addresses["USDC"]
+        transfer = calldata("transfer(address,uint256)", Account.create().address, 1)
+        gas = chain.estimate_gas({"from": funded.address, "to": usdc, "data": transfer})
+        assert 21_000 < gas < 200_000
+        too_much = calldata("transfer(address,uint256)", Account.create().address, 10**30)
+        with pytest.raises(Reverted, match="exceeds balance"):
+            chain.estimate_gas({"from": funded.address, "to": usdc, "data": too_much})
+
+    def test_multicall_aggregate3_balances(self, chain: Chain, funded: LocalAccount) -> None:
+        symbols = ("USDC", "USDT", "c0")
+        calls = [
+            (chain.addresses[s], False, calldata("balanceOf(address)", funded.address))
+            for s in symbols
+        ]
+        data = chain.call(
+            chain.addresses["multicall"], calldata("aggregate3((address,bool,bytes)[])", calls)
+        )
+        (results,) = decode(["(bool,bytes)[]"], data)
+        assert [ok for ok, _ in results] == [True, True, True]
+        balances = [decode(["uint256"], raw)[0] for _, raw in results]
+        assert balances == [100 * 10 ** DECIMALS[s] for s in symbols]
+
+    def test_threads_share_one_chain(self, chain: Chain, funded: LocalAccount) -> None:
+        errors: list[BaseException] = []
+
+        def read() -> None:
+            try:
+                for _ in range(5):
+                    assert balance_of(chain, "USDC", funded.address) == 100 * 10**6
+                    assert chain.receipts(["0x" + "ef" * 32]) == [None]
+            except BaseException as e:  # collected and re-raised below
+                errors.append(e)
+
+        threads = [threading.Thread(target=read) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert not errors, errors
