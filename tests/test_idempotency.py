@@ -162,3 +162,38 @@ def test_property_each_key_runs_once_and_replays_or_refuses(treasury, calls):
             with pytest.raises(IdempotencyKeyReused):
                 org.wallets.create(label=label, idempotency_key=key)
     assert org.wallets.list().count == len(first_by_key)
+
+
+class FlakyCustody:
+    """A custody plugin whose service is down for the first `failures` calls (test double
+    of an outside service; the local custody does the real work)."""
+
+    def __new__(cls, failures: int):
+        from treasury.backends.custody.local import LocalCustody
+        from treasury.errors import UpstreamError
+
+        class Flaky(LocalCustody):
+            left = failures
+
+            def create_key(self):
+                if Flaky.left:
+                    Flaky.left -= 1
+                    raise UpstreamError("custody service unavailable")
+                return super().create_key()
+
+        return Flaky()
+
+
+def test_upstream_failures_are_not_stored_so_a_retry_runs(tmp_path):
+    t = Treasury.open(
+        f"sqlite:///{tmp_path / 'f.db'}", master_key=MASTER_KEY, custody=FlakyCustody(failures=1)
+    )
+    org = make_tenant(t).org
+    from treasury import UpstreamError
+
+    with pytest.raises(UpstreamError):
+        org.wallets.create(label="Retry me", idempotency_key="k")
+    assert org.wallets.list().count == 0
+    wallet = org.wallets.create(label="Retry me", idempotency_key="k")
+    assert not wallet.replayed and org.wallets.list().data == [wallet]
+    t.close()

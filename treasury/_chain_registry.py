@@ -37,7 +37,7 @@ class ChainRegistry:
             if chain is None:
                 assert spec is not None
                 config = ChainConfig.parse(chain_id, spec)
-                cls = _plugins.backend_class("chain", config.url)
+                cls = _plugins.checked_class("chain", config.url, Chain)
                 chain = self._open[chain_id] = cls.from_config(config)
             return chain
 

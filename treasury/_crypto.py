@@ -58,14 +58,27 @@ def resolve_master_key(explicit: str | bytes | None, key_file: Path | None) -> b
         return parse_master_key(os.environ[MASTER_KEY_ENV])
     if key_file is None:
         return secrets.token_bytes(32)
-    try:
-        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return parse_master_key(key_file.read_text())
-    with os.fdopen(fd, "w") as f:
-        f.write(new_master_key() + "\n")
-    log.warning("generated a new master key in %s; back it up, it decrypts your data", key_file)
+    if not key_file.exists():
+        _create_key_file(key_file)
     return parse_master_key(key_file.read_text())
+
+
+def _create_key_file(key_file: Path) -> None:
+    """Write a new key atomically: a complete 0600 file is linked into place, or nothing
+    is (another process won the race, and its key is the one to use)."""
+    temporary = key_file.with_name(f".{key_file.name}.{secrets.token_hex(4)}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(new_master_key() + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(temporary, key_file)
+        log.warning("generated a new master key in %s; back it up, it decrypts your data", key_file)
+    except FileExistsError:
+        pass
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 class SecretBox:

@@ -3,8 +3,9 @@
 The key is claimed, the operation runs and its outcome is stored in one storage
 transaction, so concurrent requests with one key queue on the claim and then replay.
 Scope is (organization, key); the fingerprint is method, path and canonical body.
-Outcomes that must stay retryable are not stored: 400, 401, 429, 502 and any
-unexpected error (the whole transaction rolls back, claim included).
+Only successes and 4xx business errors (404, 409, ...) are stored. Outcomes that must
+stay retryable are not: 400, 401, 429 and every 5xx (the whole transaction rolls back,
+claim included).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .errors import (
 from .models.common import Resource
 
 KEY_TTL = timedelta(hours=24)
-NOT_STORED = frozenset({400, 401, 429, 502})
+NOT_STORED = frozenset({400, 401, 429})  # and every status >= 500
 MAX_KEY_LENGTH = 256
 
 R = TypeVar("R", bound=Resource)
@@ -82,7 +83,7 @@ def run_once(
                 result = operation(savepoint)
             outcome: tuple[int, Mapping[str, Any]] = (status, result.to_json())
         except TreasuryError as error:
-            if error.status in NOT_STORED:
+            if error.status in NOT_STORED or error.status >= 500:
                 raise
             failure, outcome = error, (error.status, error.to_body())
         tx.execute(

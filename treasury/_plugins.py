@@ -15,10 +15,7 @@ GROUPS = {
     "custody": "treasury.custody",
 }
 
-_INSTALL_HINTS = {
-    ("storage", "postgresql"): "pip install 'treasury[postgres]'",
-    ("storage", "postgres"): "pip install 'treasury[postgres]'",
-}
+_INSTALL_HINTS: dict[tuple[str, str], str] = {}  # (group, scheme) -> how to install it
 
 B = TypeVar("B")
 
@@ -47,13 +44,18 @@ def backend_class(group: str, url: str) -> type[Any]:
     raise PluginNotFound(f"{message}; {hint}" if hint else message)
 
 
+def checked_class(group: str, url: str, base: type[B]) -> type[B]:
+    """`backend_class`, refusing an entry point that is not a subclass of `base`."""
+    cls = backend_class(group, url)
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise PluginNotFound(f"{group} entry point for {url!r} is not a {base.__name__}")
+    return cls
+
+
 def resolve(group: str, spec: B | str, base: type[B]) -> B:
     """An instance passed in wins; a URL is opened by its backend's `from_url`."""
     if isinstance(spec, base):
         return spec
     if not isinstance(spec, str):
         raise TypeError(f"{group} must be a URL or a {base.__name__}, not {type(spec).__name__}")
-    cls = backend_class(group, spec)
-    if not (isinstance(cls, type) and issubclass(cls, base)):
-        raise PluginNotFound(f"{group} entry point for {spec!r} is not a {base.__name__}")
-    return cls.from_url(spec)  # type: ignore[attr-defined,no-any-return]
+    return checked_class(group, spec, base).from_url(spec)  # type: ignore[attr-defined,no-any-return]

@@ -102,6 +102,7 @@ class Treasury:
             "allow_private_webhook_urls": allow_private_webhook_urls,
             "rate_limit": rate_limit,
             "rate_limit_storage": rate_limit_storage,
+            "chains": chains,
         }
         settings = (settings or Settings.load()).merged(
             {k: v for k, v in urls.items() if v is not None}
@@ -117,7 +118,7 @@ class Treasury:
             custody=custodian,
             fiat=_plugins.resolve("fiat", fiat or settings.fiat, FiatProvider),
             clock=clock or system_clock,
-            chains=ChainRegistry(chains if chains is not None else settings.chains),
+            chains=ChainRegistry(settings.chains),
             signer=Signer(store, custodian),
             allow_private_webhook_urls=settings.allow_private_webhook_urls,
         )

@@ -35,7 +35,7 @@ def create_blueprint(
             route.path, route.name, _view(treasury, route), methods=[route.method]
         )
     not_found = _guarded(_not_found(name))
-    blueprint.add_url_rule("/", _CATCH_ALL, not_found, methods=_METHODS)
+    blueprint.add_url_rule("/", _CATCH_ALL, not_found, methods=_METHODS, strict_slashes=False)
     blueprint.add_url_rule("/<path:rest>", _CATCH_ALL, not_found, methods=_METHODS)
     return blueprint
 
@@ -63,6 +63,8 @@ def _guarded(view: Callable[..., Response]) -> Callable[..., Response]:
         try:
             return view(**params)
         except TreasuryError as error:
+            if error.status == 500:  # a fault of ours, however it was raised
+                return unexpected_response(error)
             return error_response(error)
         except HTTPException as error:
             return error_response(_from_http(error))

@@ -19,8 +19,8 @@ class Balances:
 
     def get(self, chain_id: int, address: str) -> ListOf[TokenBalance]:
         """Balances of every token configured on the chain (tokens that fail are left out)."""
-        address = str(parse_value(Address, address, "path", "address"))
         chain = self._scope.runtime.chains.get(chain_id)
+        address = str(parse_value(Address, address, "path", "address"))
         tokens = list(chain.tokens)
         items: list[TokenBalance] = []
         for start in range(0, len(tokens), TOKENS_PER_CALL):

@@ -48,17 +48,16 @@ class Signer:
                     (chain.chain_id, sender),
                 )
             nonce = max(row["next_nonce"] if row else 0, chain.pending_nonce(sender))
+            call = {"from": sender, "to": to, "data": data, "value": value}
             transaction: dict[str, Any] = {
                 "chainId": chain.chain_id,
                 "nonce": nonce,
-                "from": to_checksum_address(sender),
-                "to": to_checksum_address(to),
-                "data": "0x" + data.hex(),
+                "to": to_checksum_address(to),  # eth-account refuses all-lowercase addresses
+                "data": data,
                 "value": value,
+                "gas": gas or chain.estimate_gas(call),
                 **chain.fee_fields(),
             }
-            transaction["gas"] = gas or chain.estimate_gas(transaction)
-            del transaction["from"]
             tx_hash = chain.send_raw_transaction(
                 self._custody.sign_transaction(custody_ref, transaction)
             )

@@ -32,8 +32,8 @@ class Swaps:
         return self._prepare(chain_id, "withdraw", body if body is not None else fields)
 
     def _prepare(self, chain_id: int, direction: Direction, body: Any) -> Prepared:
-        request = parse(PrepareSwap, body)
         chain = self._scope.runtime.chains.get(chain_id)
+        request = parse(PrepareSwap, body)
         stable, c0 = chain.addresses[request.token], chain.addresses["c0"]
         facility = chain.addresses["swap_facility"]
         token_in, token_out = (stable, c0) if direction == "deposit" else (c0, stable)

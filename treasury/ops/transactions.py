@@ -41,9 +41,9 @@ class Transactions:
         **fields: Any,
     ) -> Recorded:
         """Queue a transaction for indexing; `walletId` must be this organization's."""
-        request = parse(RecordTransaction, body if body is not None else fields)
         runtime, org_id = self._scope.runtime, self._scope.org_id
         runtime.chains.require(chain_id)
+        request = parse(RecordTransaction, body if body is not None else fields)
         now = runtime.now_text()
         with runtime.storage.transaction() as tx:
             wallet = tx.one(
@@ -78,9 +78,9 @@ class Transactions:
 
     def get(self, chain_id: int, tx_hash: str) -> Transaction:
         """The transaction with its receipt (null until the indexer has seen it mined)."""
-        tx_hash = str(parse_value(TxHash, tx_hash, "path", "hash")).lower()
         runtime = self._scope.runtime
         runtime.chains.require(chain_id)
+        tx_hash = str(parse_value(TxHash, tx_hash, "path", "hash")).lower()
         with runtime.storage.read() as tx:
             row = tx.one(
                 f"SELECT {COLUMNS} FROM transactions WHERE org_id = ? AND chain_id = ? AND hash = ?",

@@ -45,8 +45,8 @@ class Yields:
 
     def estimate(self, chain_id: int, address: str) -> YieldEstimate:
         """The projection for `address`'s c0 balance (one multicall: balance, decimals, rate)."""
-        address = str(parse_value(Address, address, "query", "address"))
         chain = self._scope.runtime.chains.get(chain_id)
+        address = str(parse_value(Address, address, "query", "address"))
         c0, source = chain.addresses["c0"], chain.addresses["earner_rate_source"]
         balance, decimals, rate = multicall(
             chain, [(c0, BALANCE_OF, (address,)), (c0, DECIMALS, ()), (source, EARNER_RATE, ())]

@@ -18,7 +18,7 @@ def emit(
     now: str,
 ) -> int:
     """Append an event; delivery reads the outbox later (at least once)."""
-    payload = {"type": event_type, "timestamp": now, "data": data}
+    payload = {"type": event_type, "timestamp": now.replace("+00:00", "Z"), "data": data}
     row = tx.one(
         "INSERT INTO events (org_id, type, wallet_address, payload, created_at)"
         " VALUES (?, ?, ?, ?, ?) RETURNING id",

@@ -3,7 +3,7 @@
 The library owns the schema and every query; a backend supplies connections,
 transactions and the few type names that differ between dialects. SQL uses ``?``
 placeholders, ``INSERT ... RETURNING``, ``ON CONFLICT`` and partial indexes, which
-SQLite and PostgreSQL both understand. `treasury.testing.StorageSuite` is the
+SQLite and PostgreSQL both understand. `treasury.testing.storage.StorageSuite` is the
 conformance suite every backend runs.
 """
 

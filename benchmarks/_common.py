@@ -1,0 +1,132 @@
+"""Shared helpers of the benchmark scripts: timing loops, a waitress server, tables."""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import secrets
+import sqlite3
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+WAITRESS_THREADS = 4
+
+
+@dataclass(frozen=True)
+class Sample:
+    """How many operations ran in how many seconds."""
+
+    ops: int
+    seconds: float
+
+    def __add__(self, other: Sample) -> Sample:
+        return Sample(self.ops + other.ops, self.seconds + other.seconds)
+
+    @property
+    def per_second(self) -> float:
+        return self.ops / self.seconds if self.seconds else 0.0
+
+    @property
+    def micros(self) -> float:
+        """Mean wall-clock time of one operation, in microseconds."""
+        return self.seconds / self.ops * 1e6 if self.ops else 0.0
+
+
+def measure(operation: Callable[[], Any], *, seconds: float, requests: int | None) -> Sample:
+    """Run `operation` back to back: `requests` times if given, else for `seconds`."""
+    clock = time.perf_counter
+    done = 0
+    start = clock()
+    if requests is not None:
+        for _ in range(requests):  # zero is allowed: an empty slice
+            operation()
+        return Sample(requests, clock() - start)
+    deadline = start + seconds
+    while True:
+        operation()
+        done += 1
+        now = clock()
+        if now >= deadline:
+            return Sample(done, now - start)
+
+
+def warm_up(operation: Callable[[], Any], seconds: float, minimum: int = 20) -> None:
+    """Run `operation` for `seconds` (at least `minimum` times) and throw the figures away."""
+    measure(operation, seconds=seconds, requests=None)
+    measure(operation, seconds=0.0, requests=minimum)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def random_address() -> str:
+    """A fresh random EVM address: `0x` + 40 hex characters."""
+    return "0x" + secrets.token_hex(20)
+
+
+def durable_connection(path: str, **kwargs: Any) -> sqlite3.Connection:
+    """A plain sqlite3 connection with treasury's durability settings (WAL, synchronous=FULL)."""
+    conn = sqlite3.connect(path, **kwargs)
+    mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+    if mode.lower() != "wal":
+        raise RuntimeError(f"could not enable WAL on {path}: journal_mode={mode}")
+    conn.execute("PRAGMA synchronous=FULL")
+    return conn
+
+
+def quiet_waitress() -> None:
+    """No 'Serving on' or queue-depth chatter from waitress during a measurement."""
+    logging.getLogger("waitress").setLevel(logging.ERROR)
+
+
+@contextmanager
+def waitress_server(app: Any, threads: int = WAITRESS_THREADS) -> Iterator[str]:
+    """Serve `app` with waitress on a free loopback port in a thread; yield its base URL."""
+    import waitress
+    from waitress import wasyncore
+
+    quiet_waitress()
+    server = waitress.create_server(app, host="127.0.0.1", port=0, threads=threads)
+    thread = threading.Thread(target=server.run, name="benchmark-waitress", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.effective_port}"
+    finally:
+        # As waitress's MultiSocketServer.close: let the worker threads finish (a worker
+        # pulls the trigger after its response is sent), then close every socket of the
+        # loop (listener, trigger, channels); `run` returns once its map is empty.
+        server.task_dispatcher.shutdown()
+        wasyncore.close_all(server._map)
+        thread.join(timeout=10)
+
+
+def machine() -> str:
+    return (
+        f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
+        f"{os.cpu_count()} CPU(s), {platform.system()} {platform.release()}"
+    )
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A plain-text table: first column left-aligned, the others right-aligned."""
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            str(c).ljust(w) if i == 0 else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), rule, *(line(row) for row in rows)])
+
+
+def verdict(ratio: float, goal: float) -> str:
+    return "PASS" if ratio >= goal else "BELOW GOAL"

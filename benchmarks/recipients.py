@@ -1,0 +1,505 @@
+"""Creating recipients: treasury against a bare SQLite insert+commit, over HTTP and in-process.
+
+    .venv/bin/python benchmarks/recipients.py [--seconds S | --requests N] [--rounds R]
+
+Two ratios, measured in one run (goal for both: >= 0.5):
+
+* http: ``POST /v1/recipients`` (x-api-key, a fresh Idempotency-Key and a fresh random
+  address per request) through waitress on loopback, against a bare Flask app whose one
+  endpoint does one SQLite insert+commit. Same waitress settings, the same keep-alive
+  ``httpx.Client``, requests sent one after another.
+* in-process: ``org.recipients.create(..., idempotency_key=...)`` against a raw ``sqlite3``
+  insert+commit of a comparable row. ``create`` without a key is printed as extra information.
+
+Every side writes a real file in one temporary directory with the same durability
+settings (WAL, synchronous=FULL). Each side is warmed up; then, in each of ``--rounds``
+rounds, the sides take ``--slices`` short turns in rotating order, so slow spells of the
+disk land on every side alike. A ratio is the median of the per-round ratios. The process
+exits 0 whatever the figures: this is a measurement, not a test. ``--profile`` then runs
+treasury's paths under cProfile, and once more timing each SQL statement, and prints
+where the time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from _common import (
+    WAITRESS_THREADS,
+    Sample,
+    durable_connection,
+    machine,
+    measure,
+    median,
+    random_address,
+    table,
+    verdict,
+    waitress_server,
+    warm_up,
+)
+from flask import Flask, Response, jsonify, request
+
+from treasury import Organization, Treasury
+from treasury.http import create_app
+
+GOAL = 0.5
+MASTER_KEY = "0" * 64
+# The default limit (100 per 10 seconds) would answer 429 within a second; the limiter
+# still runs on every request, only its ceiling is out of reach.
+RATE_LIMIT = "10000000/1 second"
+
+RECIPIENTS_TABLE = """CREATE TABLE IF NOT EXISTS recipients (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    org_id TEXT NOT NULL,
+    address TEXT NOT NULL,
+    label TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (org_id, address))"""
+INSERT = (
+    "INSERT INTO recipients (org_id, address, label, created_at, updated_at) VALUES (?, ?, ?, ?, ?)"
+)
+ORG_ID = "org_bench"
+LABEL = "Benchmark recipient"
+
+
+def now_text() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+@dataclass
+class Side:
+    """One contender: its operation and the samples of every round."""
+
+    name: str
+    operation: Callable[[], Any]
+    samples: list[Sample] = field(default_factory=list)
+
+    @property
+    def median_per_second(self) -> float:
+        return median([s.per_second for s in self.samples])
+
+
+# --- in-process -------------------------------------------------------------------------
+
+
+def open_treasury(path: Path) -> Treasury:
+    return Treasury.open(f"sqlite:///{path}", master_key=MASTER_KEY, rate_limit=RATE_LIMIT)
+
+
+def raw_insert(path: Path) -> tuple[Callable[[], None], Callable[[], None]]:
+    """One raw sqlite3 insert+commit of a recipient-like row; and a closer."""
+    conn = durable_connection(str(path))
+    conn.execute(RECIPIENTS_TABLE)
+    conn.commit()
+
+    def insert() -> None:
+        now = now_text()
+        conn.execute(INSERT, (ORG_ID, random_address(), LABEL, now, now))
+        conn.commit()
+
+    return insert, conn.close
+
+
+def treasury_create(org: Organization, *, keyed: bool) -> Callable[[], None]:
+    def create() -> None:
+        org.recipients.create(
+            address=random_address(),
+            label=LABEL,
+            idempotency_key=uuid.uuid4().hex if keyed else None,
+        )
+
+    return create
+
+
+# --- HTTP -------------------------------------------------------------------------------
+
+
+def bare_app(path: Path) -> tuple[Flask, Callable[[], None]]:
+    """A Flask app with one endpoint: one insert+commit on a per-thread connection."""
+    setup = durable_connection(str(path))
+    setup.execute(RECIPIENTS_TABLE)
+    setup.commit()
+    setup.close()
+    local = threading.local()
+    connections: list[Any] = []
+    lock = threading.Lock()
+
+    def connection() -> Any:
+        conn = getattr(local, "conn", None)
+        if conn is None:
+            conn = local.conn = durable_connection(str(path), check_same_thread=False)
+            with lock:
+                connections.append(conn)
+        return conn
+
+    app = Flask("bare")
+
+    @app.post("/v1/recipients")
+    def create() -> tuple[Response, int]:
+        body = request.get_json()
+        now = now_text()
+        conn = connection()
+        cursor = conn.execute(INSERT, (ORG_ID, body["address"], body["label"], now, now))
+        conn.commit()
+        row = {
+            "id": cursor.lastrowid,
+            "address": body["address"].lower(),
+            "label": body["label"],
+            "createdAt": now,
+            "updatedAt": now,
+        }
+        return jsonify(row), 201
+
+    def close() -> None:
+        with lock:
+            for conn in connections:
+                conn.close()
+
+    return app, close
+
+
+def http_post(client: httpx.Client, url: str) -> Callable[[], None]:
+    def post() -> None:
+        response = client.post(
+            url,
+            json={"address": random_address(), "label": LABEL},
+            headers={"Idempotency-Key": uuid.uuid4().hex},
+        )
+        if response.status_code != 201:
+            raise RuntimeError(f"POST {url}: {response.status_code} {response.text}")
+
+    return post
+
+
+# --- running ----------------------------------------------------------------------------
+
+
+def run_rounds(sides: list[Side], args: argparse.Namespace) -> None:
+    """Warm every side up, then `--rounds` rounds of `--slices` interleaved slices.
+
+    A slice gives each side a short turn (the order rotates), so slow spells of the disk
+    or the machine land on every side alike; a round adds up its slices per side.
+    """
+    for side in sides:
+        warm_up(side.operation, args.warmup)
+    for _ in range(args.rounds):
+        totals = {side.name: Sample(0, 0.0) for side in sides}
+        for slice_ in range(args.slices):
+            shift = slice_ % len(sides)
+            for side in sides[shift:] + sides[:shift]:
+                sample = measure(
+                    side.operation,
+                    seconds=args.seconds / args.slices,
+                    requests=share(args.requests, args.slices, slice_),
+                )
+                totals[side.name] += sample
+        for side in sides:
+            side.samples.append(totals[side.name])
+
+
+def share(requests: int | None, slices: int, index: int) -> int | None:
+    """Slice `index`'s part of `requests` (the first slices take the remainder)."""
+    if requests is None:
+        return None
+    return requests // slices + (1 if index < requests % slices else 0)
+
+
+def ratio(contender: Side, baseline: Side) -> float:
+    """The median over rounds of contender/baseline throughput in the same round."""
+    return median(
+        [
+            c.per_second / b.per_second
+            for c, b in zip(contender.samples, baseline.samples, strict=True)
+        ]
+    )
+
+
+def report(title: str, sides: list[Side], rounds: int) -> str:
+    header = ["", *(f"round {i + 1}" for i in range(rounds)), "median ops/s", "us/op"]
+    rows = [
+        [
+            side.name,
+            *(f"{s.per_second:,.0f}" for s in side.samples),
+            f"{side.median_per_second:,.0f}",
+            f"{1e6 / side.median_per_second:,.0f}",
+        ]
+        for side in sides
+    ]
+    return f"{title}\n{table(header, rows)}"
+
+
+@contextmanager
+def live_sides(workdir: Path, client: httpx.Client) -> Iterator[tuple[list[Side], list[Side]]]:
+    with ExitStack() as stack:
+        # in-process
+        insert, close_raw = raw_insert(workdir / "raw.db")
+        stack.callback(close_raw)
+        local = stack.enter_context(open_treasury(workdir / "treasury-inprocess.db"))
+        org = local.for_organization(local.admin.create_organization("Bench").id)
+        in_process = [
+            Side("raw sqlite3 insert+commit", insert),
+            Side("treasury create, idempotency key", treasury_create(org, keyed=True)),
+            Side("treasury create, no key", treasury_create(org, keyed=False)),
+        ]
+        # HTTP
+        served = stack.enter_context(open_treasury(workdir / "treasury-http.db"))
+        tenant = served.admin.create_organization("Bench")
+        secret = served.admin.create_api_key(tenant.id, user_id="bench").secret
+        bare, close_bare = bare_app(workdir / "bare-http.db")
+        stack.callback(close_bare)
+        bare_url = stack.enter_context(waitress_server(bare))
+        treasury_url = stack.enter_context(waitress_server(create_app(served)))
+        stack.callback(client.close)  # drop keep-alive connections before the servers stop
+        client.headers["x-api-key"] = secret  # sent to both servers alike
+        http = [
+            Side("bare Flask + sqlite3", http_post(client, f"{bare_url}/v1/recipients")),
+            Side(
+                "treasury POST /v1/recipients", http_post(client, f"{treasury_url}/v1/recipients")
+            ),
+        ]
+        yield in_process, http
+
+
+class Profiled:
+    """WSGI middleware: runs each request under `profiler` when one is set."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.profiler: cProfile.Profile | None = None
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        profiler = self.profiler
+        if profiler is None:
+            return list(self.app(environ, start_response))
+        profiler.enable()  # requests come one at a time, so one profiler is never shared
+        try:
+            return list(self.app(environ, start_response))
+        finally:
+            profiler.disable()
+
+
+def profile(workdir: Path, in_process: list[Side], args: argparse.Namespace) -> None:
+    """Where treasury's time goes: cProfile, and the wall time of each SQL statement."""
+    for side in in_process[1:]:
+        profiler = cProfile.Profile()
+        profiler.runcall(measure, side.operation, seconds=args.seconds, requests=args.requests)
+        print_profile(f"in-process, {side.name}", profiler)
+        with sql_timer() as spent:
+            sample = measure(side.operation, seconds=args.seconds, requests=args.requests)
+        print_sql(f"in-process, {side.name}", spent, sample)
+    # HTTP: a separate server whose app is wrapped, so the measured server ran unwrapped.
+    # cProfile sees the server side only (the WSGI call in a waitress thread).
+    with ExitStack() as stack:
+        served = stack.enter_context(open_treasury(workdir / "treasury-profile.db"))
+        tenant = served.admin.create_organization("Bench")
+        secret = served.admin.create_api_key(tenant.id, user_id="bench").secret
+        app = Profiled(create_app(served))
+        url = stack.enter_context(waitress_server(app))
+        client = stack.enter_context(httpx.Client(headers={"x-api-key": secret}, timeout=30.0))
+        post = http_post(client, f"{url}/v1/recipients")
+        warm_up(post, args.warmup)
+        app.profiler = cProfile.Profile()
+        measure(post, seconds=args.seconds, requests=args.requests)
+        profiler, app.profiler = app.profiler, None
+        print_profile("HTTP, server side of treasury POST /v1/recipients", profiler)
+        with sql_timer() as spent:
+            sample = measure(post, seconds=args.seconds, requests=args.requests)
+        print_sql(
+            "HTTP, treasury POST /v1/recipients (share of the client's wall time)", spent, sample
+        )
+
+
+def print_profile(title: str, profiler: cProfile.Profile, limit: int = 22) -> None:
+    """The functions with the most cumulative time, as a share of the profiled total."""
+    entries = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    rows = [
+        (cumulative, own, calls, where(filename, line, function))
+        for (filename, line, function), (_, calls, own, cumulative, _) in entries.items()
+    ]
+    total = max(row[0] for row in rows)
+    rows.sort(reverse=True)
+    print(f"\n=== cProfile, {title}: {total:.2f} s profiled ===")
+    print(
+        table(
+            ["cumulative", "own", "calls", "function"],
+            [
+                [f"{cum / total:.1%}", f"{own / total:.1%}", str(calls), name]
+                for cum, own, calls, name in rows[:limit]
+            ],
+        )
+    )
+
+
+def where(filename: str, line: int, function: str) -> str:
+    if filename == "~":  # a built-in
+        return function
+    for marker in ("site-packages/", f"{Path(__file__).resolve().parent.parent}/"):
+        if marker in filename:
+            filename = filename.split(marker, 1)[1]
+    return f"{filename}:{line}:{function}"
+
+
+@contextmanager
+def sql_timer() -> Iterator[dict[str, list[float]]]:
+    """Time every statement treasury sends through sqlite-utils, by its first words.
+
+    ``query`` (used for ``INSERT ... RETURNING`` and ``SELECT``) includes the savepoint
+    that sqlite-utils wraps around it.
+    """
+    import sqlite_utils
+
+    spent: dict[str, list[float]] = {}
+    begun = ["BEGIN"]  # what the open transaction began with (requests come one at a time)
+
+    def label(sql: str) -> str:
+        words = sql.replace("(", " ").split()
+        if words[0] == "BEGIN":
+            begun[0] = " ".join(words[:2])
+        if words[0] == "COMMIT":
+            return f"COMMIT of {begun[0]}"
+        if words[0] == "SELECT" and "FROM" in words:
+            return f"SELECT FROM {words[words.index('FROM') + 1]}"
+        return " ".join(words[:3] if words[0] in ("INSERT", "DELETE") else words[:2])
+
+    originals = {name: getattr(sqlite_utils.Database, name) for name in ("execute", "query")}
+
+    def timed(name: str) -> Callable[..., Any]:
+        original = originals[name]
+
+        def wrapper(db: Any, sql: str, *rest: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                result = original(db, sql, *rest, **kwargs)
+                return list(result) if name == "query" else result
+            finally:
+                spent.setdefault(label(sql), []).append(time.perf_counter() - start)
+
+        return wrapper
+
+    for name in originals:
+        setattr(sqlite_utils.Database, name, timed(name))
+    try:
+        yield spent
+    finally:
+        for name, original in originals.items():
+            setattr(sqlite_utils.Database, name, original)
+
+
+def print_sql(title: str, spent: dict[str, list[float]], sample: Sample) -> None:
+    rows = sorted(spent.items(), key=lambda item: -sum(item[1]))
+    in_sql = sum(sum(times) for times in spent.values())
+    print(f"\n=== SQL statements, {title}: {sample.ops} operations, no profiler ===")
+    print(
+        table(
+            ["statement", "per op", "us each", "share of wall time"],
+            [
+                [
+                    label,
+                    f"{len(times) / sample.ops:.2f}",
+                    f"{sum(times) / len(times) * 1e6:,.0f}",
+                    f"{sum(times) / sample.seconds:.1%}",
+                ]
+                for label, times in rows
+            ]
+            + [["all SQL", "", "", f"{in_sql / sample.seconds:.1%}"]],
+        )
+    )
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--seconds", type=float, default=2.0, help="seconds per side per round (default 2)"
+    )
+    parser.add_argument(
+        "--requests", type=int, default=None, help="a fixed number of operations per side per round"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (default 3; median taken)")
+    parser.add_argument(
+        "--slices",
+        type=int,
+        default=10,
+        help="interleaved turns per side per round (default 10)",
+    )
+    parser.add_argument(
+        "--warmup", type=float, default=0.5, help="warm-up seconds per side (default 0.5)"
+    )
+    parser.add_argument(
+        "--dir", default=None, help="where the temporary directory goes (default: system temp)"
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="afterwards, cProfile treasury's two paths"
+    )
+    args = parser.parse_args(argv)
+    if min(args.rounds, args.slices, args.requests or 1) < 1 or args.seconds <= 0:
+        parser.error("--rounds, --slices, --requests and --seconds must be positive")
+    if args.requests is not None:
+        args.slices = min(args.slices, args.requests)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    budget = f"{args.requests} operations" if args.requests else f"{args.seconds:g} s"
+    with tempfile.TemporaryDirectory(prefix="treasury-bench-", dir=args.dir) as tmp:
+        workdir = Path(tmp)
+        print(f"{machine()}; databases in {workdir}")
+        print(
+            f"{args.rounds} round(s) x {budget} per side, {args.warmup:g} s warm-up per side;"
+            " every database: WAL, synchronous=FULL, real file"
+        )
+        print(f"treasury's rate limit is raised to {RATE_LIMIT!r} (the limiter still runs)")
+        with httpx.Client(timeout=30.0) as client, live_sides(workdir, client) as sides:
+            in_process, http = sides
+            run_rounds(in_process, args)
+            run_rounds(http, args)
+            print()
+            print(
+                report("In-process (one thread, one operation at a time)", in_process, args.rounds)
+            )
+            print()
+            print(
+                report(
+                    f"HTTP (waitress threads={WAITRESS_THREADS} on 127.0.0.1, one keep-alive"
+                    " httpx.Client, sequential requests)",
+                    http,
+                    args.rounds,
+                )
+            )
+            if args.profile:
+                profile(workdir, in_process, args)
+
+    http_ratio = ratio(http[1], http[0])
+    keyed_ratio = ratio(in_process[1], in_process[0])
+    unkeyed_ratio = ratio(in_process[2], in_process[0])
+    print()
+    print(
+        "Requests are sent one at a time by a single client (no concurrency): the figures"
+        " are latency-bound,\nso each ratio compares the cost of one request, fsync included."
+    )
+    print(
+        f"extra: in-process without idempotency key: {unkeyed_ratio:.2f} of raw;"
+        f" the key costs {1 - keyed_ratio / unkeyed_ratio:.0%} of keyless throughput"
+    )
+    print(f"ratio http: {http_ratio:.2f} (goal >= {GOAL}) {verdict(http_ratio, GOAL)}")
+    print(f"ratio in-process: {keyed_ratio:.2f} (goal >= {GOAL}) {verdict(keyed_ratio, GOAL)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
