@@ -256,3 +256,62 @@ def test_serve_on_a_busy_port_fails_cleanly(cwd: Path) -> None:
     assert result.returncode == 1
     assert "cannot listen on 127.0.0.1" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_devnet_runs_anvil_and_serve_uses_it(cwd: Path) -> None:
+    """`treasury devnet` writes the chain into treasury.toml; `serve` then uses anvil."""
+    from treasury.devnet_node import find_anvil
+
+    if find_anvil() is None:
+        if os.environ.get("CI"):
+            pytest.fail("anvil not found; CI is set")
+        pytest.skip("anvil not found (run `npm ci`)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TREASURY_")}
+    env["TREASURY_ANVIL"] = find_anvil() or ""  # the tmp cwd has no node_modules
+    anvil_port, api_port = _free_port(), _free_port()
+    devnet_log = (cwd / "devnet.log").open("w+")
+    devnet = subprocess.Popen(
+        [sys.executable, "-m", "treasury.cli", "devnet", "--port", str(anvil_port)],
+        cwd=cwd, env=env, stdout=devnet_log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    serve = None
+    try:
+        deadline = time.monotonic() + 60
+        while "Ctrl+C to stop" not in (cwd / "devnet.log").read_text():
+            assert devnet.poll() is None, (cwd / "devnet.log").read_text()
+            assert time.monotonic() < deadline, "devnet did not start in 60 s"
+            time.sleep(0.1)
+        import tomllib
+
+        chain = tomllib.loads((cwd / "treasury.toml").read_text())["chains"]["31337"]
+        assert chain["url"] == f"http://127.0.0.1:{anvil_port}"
+        assert set(chain["addresses"]) == {
+            "USDC", "USDT", "c0", "swap_facility", "earner_rate_source", "multicall"
+        }  # fmt: skip
+
+        secret = run_json("init", master_key=None)["apiKey"]["secret"]
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "treasury.cli", "serve", "--port", str(api_port)],
+            cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        holder = "0x" + "42" * 20
+        base = f"http://127.0.0.1:{api_port}/v1"
+        while True:
+            try:
+                r = httpx.get(f"{base}/31337/balances/{holder}", headers={"x-api-key": secret})
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "serve did not answer"
+                time.sleep(0.1)
+        assert r.status_code == 200, r.text
+        items = {item["symbol"]: item for item in r.json()["data"]}
+        assert items["USDC"]["token"] == chain["addresses"]["USDC"]
+    finally:
+        for proc in (serve, devnet):
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=15)
+        devnet_log.close()
+    assert devnet.returncode == 0
+    with pytest.raises(httpx.TransportError):  # anvil stopped with the command
+        httpx.post(chain["url"], json={"jsonrpc": "2.0", "id": 1, "method": "eth_chainId"})

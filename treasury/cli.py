@@ -397,6 +397,55 @@ def worker(ctx: click.Context, interval: float, once: bool) -> None:
     log.info("worker stopped")
 
 
+@main.command()
+@click.option("--port", default=8545, show_default=True, type=click.IntRange(1, 65535))
+@click.option(
+    "--block-time",
+    type=click.FloatRange(0, min_open=True),
+    help="Seconds per block (default: instant).",
+)
+@click.option(
+    "--write/--no-write",
+    default=True,
+    show_default=True,
+    help="Write the chain into the config file (--config, else treasury.toml).",
+)
+@_command
+@click.pass_context
+def devnet(ctx: click.Context, port: int, block_time: float | None, write: bool) -> None:
+    """Run anvil on loopback with our contracts, for `serve`, workers and outside wallets."""
+    from .config import write_chain
+    from .devnet_node import CHAIN_ID, deploy_contracts, start_anvil
+
+    state = ctx.ensure_object(_State)
+    try:
+        node = ctx.with_resource(start_anvil(port=port, block_time=block_time))
+    except OSError as error:  # anvil missing, port in use
+        _fail(ctx, str(error))
+    config = deploy_contracts(node.url)
+    path = state.config or Path(DEFAULT_CONFIG)
+    if write:
+        write_chain(path, CHAIN_ID, config)
+    shown = {"chainId": CHAIN_ID, **config, "config": str(path) if write else None}
+    _emit(
+        ctx,
+        shown,
+        lambda: [
+            f"anvil on {node.url} (chain {CHAIN_ID}); contracts:",
+            *(f"  {name:<20} {at}" for name, at in config["addresses"].items()),
+            f"chain written to {path}" if write else "config not written (--no-write)",
+            "Ctrl+C to stop",
+        ],
+    )
+    stop = threading.Event()
+    with _stop_on_sigterm(stop.set):
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+
+
 @contextmanager
 def _stop_on_sigterm(stop: Callable[[], object]) -> Iterator[None]:
     """Call `stop` on SIGTERM while inside (main thread only); restore the handler after."""

@@ -6,6 +6,7 @@ lowercase and a ``[chains]`` table mapping chain ids to backend URLs.
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -89,3 +90,36 @@ def _parse_chains(value: object) -> dict[int, Any]:
     if isinstance(value, Mapping):
         return {int(chain_id): spec for chain_id, spec in value.items()}
     raise ValueError("chains must be a mapping of chain id to backend URL")
+
+
+def write_chain(toml_file: str | Path, chain_id: int, spec: Mapping[str, Any]) -> None:
+    """Set ``[chains.<chain_id>]`` in a TOML settings file, keeping everything else."""
+    path = Path(toml_file)
+    data = tomllib.loads(path.read_text()) if path.exists() else {}
+    data.setdefault("chains", {})[str(chain_id)] = dict(spec)
+    path.write_text(dump_toml(data))
+
+
+def dump_toml(data: Mapping[str, Any], prefix: str = "") -> str:
+    """TOML for settings: strings, numbers, booleans, lists of those, nested tables."""
+    scalars = [f"{key} = {_toml_value(v)}" for key, v in data.items() if not isinstance(v, Mapping)]
+    text = "\n".join(scalars) + ("\n" if scalars else "")
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            name = f"{prefix}.{key}" if prefix else str(key)
+            inner = dump_toml(value, name)
+            has_scalars = any(not isinstance(v, Mapping) for v in value.values())
+            text += f"\n[{name}]\n{inner}" if has_scalars or not value else inner
+    return text
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # a JSON string is a valid TOML basic string
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
