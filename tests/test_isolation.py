@@ -37,7 +37,7 @@ class TwoOrganizations(RuleBasedStateMachine):
         self.wallets: list[dict[str, str]] = [{}, {}]  # address -> label
         self.recipients: list[dict[str, str]] = [{}, {}]
         self.webhooks: list[set[int]] = [set(), set()]
-        self.banks: list[set[str]] = [set(), set()]
+        self.banks: list[dict[str, None]] = [{}, {}]  # ordered: uuids are random
 
     def teardown(self) -> None:
         self.t.close()
@@ -67,7 +67,7 @@ class TwoOrganizations(RuleBasedStateMachine):
     @rule(who=orgs, data=st.data())
     def delete_someones_wallet(self, who, data):
         owner = data.draw(st.sampled_from([i for i in (0, 1) if self.wallets[i]]))
-        address = data.draw(st.sampled_from(sorted(self.wallets[owner])))
+        address = data.draw(st.sampled_from(list(self.wallets[owner])))  # creation order
         if owner == who or address in self.wallets[who]:
             self.orgs[who].wallets.delete(address)
             del self.wallets[who][address]
@@ -108,13 +108,13 @@ class TwoOrganizations(RuleBasedStateMachine):
     @rule(who=orgs)
     def create_bank_account(self, who):
         account = self.orgs[who].bank_accounts.create(BANK_ACCOUNT)
-        self.banks[who].add(account.provider_external_account_id)
+        self.banks[who][account.provider_external_account_id] = None
 
     @precondition(lambda self: any(self.banks))
     @rule(who=orgs, data=st.data())
     def read_someones_bank_account(self, who, data):
         owner = data.draw(st.sampled_from([i for i in (0, 1) if self.banks[i]]))
-        external_id = data.draw(st.sampled_from(sorted(self.banks[owner])))
+        external_id = data.draw(st.sampled_from(list(self.banks[owner])))
         if owner == who:
             assert self.orgs[who].bank_accounts.get(external_id).id == external_id
         else:
@@ -127,7 +127,7 @@ class TwoOrganizations(RuleBasedStateMachine):
             assert {w.address: w.label for w in org.wallets.list().data} == self.wallets[who]
             assert {r.address: r.label for r in org.recipients.list().data} == self.recipients[who]
             assert {h.id for h in org.webhooks.list().data} == self.webhooks[who]
-            assert {b.id for b in org.bank_accounts.list().data} == self.banks[who]
+            assert [b.id for b in org.bank_accounts.list().data] == list(self.banks[who])
 
 
 TwoOrganizations.TestCase.settings = settings(

@@ -1,7 +1,12 @@
 """Idempotency keys (draft-ietf-httpapi-idempotency-key-header, Stripe semantics).
 
-The key is claimed, the operation runs and its outcome is stored in one storage
-transaction, so concurrent requests with one key queue on the claim and then replay.
+The operation runs and its outcome is stored under the key in one storage transaction.
+If the key already holds a live outcome, the insert finds it, the transaction rolls back
+(the operation's writes with it) and the stored outcome is replayed: the operation's
+effects happen at most once, and the common path costs one extra statement. Concurrent
+requests with one key queue on the database's write lock or on the key's unique index.
+A stored 4xx is written after its operation rolled back. Operations with effects
+outside the database will claim their key in a committed transaction first.
 Scope is (organization, key); the fingerprint is method, path and canonical body.
 Only successes and 4xx business errors (404, 409, ...) are stored. Outcomes that must
 stay retryable are not: 400, 401, 429 and every 5xx (the whole transaction rolls back,
@@ -13,12 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from ._clock import to_text
 from ._runtime import Scope
-from .backends.storage.base import Transaction
+from .backends.storage.base import Row, Transaction
 from .errors import (
     IdempotencyInFlight,
     IdempotencyKeyReused,
@@ -61,49 +66,65 @@ def run_once(
         with storage.transaction() as tx:
             return operation(tx)
     check_key(key)
-    method, path, body = request
-    print_ = fingerprint(method, path, body)
+    print_ = fingerprint(*request)
     now = scope.runtime.now()
-    failure: TreasuryError | None = None
-    with storage.transaction() as tx:
-        tx.execute(
-            "DELETE FROM idempotency_keys WHERE org_id = ? AND key = ? AND expires_at <= ?",
-            (scope.org_id, key, to_text(now)),
-        )
-        claimed = tx.query(
-            "INSERT INTO idempotency_keys (org_id, key, fingerprint, state, created_at, expires_at)"
-            " VALUES (?, ?, ?, 'in_flight', ?, ?) ON CONFLICT (org_id, key) DO NOTHING"
-            " RETURNING key",
-            (scope.org_id, key, print_, to_text(now), to_text(now + KEY_TTL)),
-        )
-        if not claimed:
-            return _replay(tx, scope.org_id, key, print_, result_type)
-        try:
-            with storage.transaction() as savepoint:
-                result = operation(savepoint)
-            outcome: tuple[int, Mapping[str, Any]] = (status, result.to_json())
-        except TreasuryError as error:
-            if error.status in NOT_STORED or error.status >= 500:
-                raise
-            failure, outcome = error, (error.status, error.to_body())
-        tx.execute(
-            "UPDATE idempotency_keys SET state = 'done', status = ?, body = ?"
-            " WHERE org_id = ? AND key = ?",
-            (outcome[0], json.dumps(outcome[1]), scope.org_id, key),
-        )
-    if failure is not None:
-        raise failure
-    return result
-
-
-def _replay(tx: Transaction, org_id: str, key: str, print_: str, result_type: type[R]) -> R:
-    row = tx.one(
-        "SELECT fingerprint, state, status, body FROM idempotency_keys"
-        " WHERE org_id = ? AND key = ?",
-        (org_id, key),
-    )
-    if row is None:  # claimed by a transaction that rolled back meanwhile: caller may retry
+    try:
+        with storage.transaction() as tx:
+            result = operation(tx)
+            if not _store(tx, scope.org_id, key, print_, now, status, result.to_json()):
+                raise _Taken()  # rolls the operation back
+        return result
+    except _Taken:
+        pass
+    except TreasuryError as error:
+        if error.status in NOT_STORED or error.status >= 500:
+            raise
+        with storage.transaction() as tx:  # the operation rolled back; keep its answer
+            stored_now = _store(tx, scope.org_id, key, print_, now, error.status, error.to_body())
+        if stored_now:
+            raise
+    with storage.read() as tx:
+        stored = tx.one(_SELECT, (scope.org_id, key, to_text(now)))
+    if stored is None:  # stored and expired within this call: vanishingly rare
         raise IdempotencyInFlight()
+    return _replay(stored, print_, result_type)
+
+
+_SELECT = (
+    "SELECT fingerprint, state, status, body FROM idempotency_keys"
+    " WHERE org_id = ? AND key = ? AND expires_at > ?"
+)
+
+
+class _Taken(Exception):
+    """The key already holds a live outcome: undo this run and replay that one."""
+
+
+def _store(
+    tx: Transaction,
+    org_id: str,
+    key: str,
+    print_: str,
+    now: datetime,
+    status: int,
+    body: Mapping[str, Any],
+) -> bool:
+    """Record an outcome, taking over an expired key; False if a live one is there."""
+    return bool(
+        tx.execute(
+            "INSERT INTO idempotency_keys"
+            " (org_id, key, fingerprint, state, status, body, created_at, expires_at)"
+            " VALUES (?, ?, ?, 'done', ?, ?, ?, ?) ON CONFLICT (org_id, key) DO UPDATE SET"
+            " fingerprint = excluded.fingerprint, state = excluded.state,"
+            " status = excluded.status, body = excluded.body,"
+            " created_at = excluded.created_at, expires_at = excluded.expires_at"
+            " WHERE idempotency_keys.expires_at <= excluded.created_at",
+            (org_id, key, print_, status, json.dumps(body), to_text(now), to_text(now + KEY_TTL)),
+        )
+    )
+
+
+def _replay(row: Row, print_: str, result_type: type[R]) -> R:
     if row["fingerprint"] != print_:
         raise IdempotencyKeyReused()
     if row["state"] != "done":

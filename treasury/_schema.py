@@ -1,7 +1,9 @@
 """The library's schema, as numbered migrations applied in order, each in one transaction.
 
-Statements use ``{pk}`` (an auto-incrementing integer primary key) and ``{blob}``
-(binary), which each storage backend spells in its dialect (`Storage.types`).
+Statements use ``{pk}`` (an auto-incrementing integer primary key), ``{blob}`` (binary)
+and ``{clustered}`` (after a table whose rows should live in its primary key, SQLite's
+``WITHOUT ROWID``; empty elsewhere), which each backend spells in its dialect
+(`Storage.types`).
 Timestamps are ISO 8601 UTC text of fixed width, so they sort as text.
 """
 
@@ -93,8 +95,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 body TEXT,
                 created_at TEXT NOT NULL,
                 expires_at TEXT NOT NULL,
-                PRIMARY KEY (org_id, key))""",
-            "CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at)",
+                PRIMARY KEY (org_id, key)){clustered}""",
         ],
     ),
     (

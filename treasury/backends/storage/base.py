@@ -49,7 +49,7 @@ class Transaction(ABC):
 class Storage(ABC):
     """A storage backend. Thread-safe: one instance serves every thread of a process."""
 
-    #: Dialect type names used by the library's migrations: ``pk``, ``blob``.
+    #: Dialect spellings used by the library's migrations: ``pk``, ``blob``, ``clustered``.
     types: ClassVar[Mapping[str, str]]
 
     @classmethod
