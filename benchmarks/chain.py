@@ -31,12 +31,14 @@ balances that differ from the single calls) is an error.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -45,14 +47,13 @@ import httpx
 import rlp
 from _common import machine, median, random_address, table, verdict
 from eth_abi.abi import decode, encode
+from eth_abi.grammar import parse
 from eth_utils.crypto import keccak
 
 from treasury import Treasury
 from treasury.backends.chain import ChainConfig
-from treasury.backends.chain._deploy import artifacts, calldata, contract_address
 from treasury.backends.chain.rpc import RpcChain
 from treasury.devnet_node import DEPLOYER_KEY, AnvilNode, deploy_contracts, start_anvil
-from treasury.ops._abi import multicall_payload
 
 CHAIN_ID = 31337
 MASTER_KEY = "0" * 64
@@ -66,7 +67,33 @@ TIP = 10**9
 NATIVE = "0x" + "00" * 20  # the `token` recorded for an ETH transfer
 
 
-# --- JSON-RPC and signing (setup and floors) -------------------------------------------
+# --- ABI, JSON-RPC and signing (setup and floors; only the library's public API is used) --
+
+
+def calldata(signature: str, *args: Any) -> bytes:
+    """Selector and ABI-encoded arguments: ``calldata("mint(address,uint256)", to, 5)``."""
+    if not args:
+        return keccak(text=signature)[:4]
+    types = [t.to_type_str() for t in parse(signature[signature.index("(") :]).components]
+    return keccak(text=signature)[:4] + encode(types, list(args))
+
+
+def multicall_payload(calls: Sequence[tuple[str, bytes]]) -> bytes:
+    """Multicall3 ``aggregate3`` calldata, each call allowed to fail (as the library's)."""
+    return calldata(
+        "aggregate3((address,bool,bytes)[])", [(target, True, data) for target, data in calls]
+    )
+
+
+def contract_address(sender: str, nonce: int) -> str:
+    """Where ``CREATE`` from `sender` at `nonce` puts a contract (lowercase)."""
+    return "0x" + keccak(rlp.encode([bytes.fromhex(sender[2:]), nonce]))[12:].hex()
+
+
+def creation_code(contract: str) -> bytes:
+    """Creation bytecode from the library's compiled artifacts."""
+    text = files("treasury.contracts").joinpath("artifacts.json").read_text(encoding="utf-8")
+    return bytes.fromhex(json.loads(text)["contracts"][contract]["bytecode"].removeprefix("0x"))
 
 
 class Rpc:
@@ -205,7 +232,7 @@ def deploy_tokens(rpc: Rpc, wallet: str) -> list[str]:
     deployer = Signer(bytes.fromhex(DEPLOYER_KEY[2:]))
     fee = max_fee(rpc)
     nonce = int(rpc("eth_getTransactionCount", deployer.address, "pending"), 16)
-    code = bytes.fromhex(artifacts()["TestStablecoin"]["bytecode"].removeprefix("0x"))
+    code = creation_code("TestStablecoin")
     creations = [
         code + encode(["string", "string"], [f"Bench Token {i}", f"BT{i}"])
         for i in range(EXTRA_TOKENS)

@@ -18,10 +18,11 @@ import pytest
 from eth_account import Account
 
 from treasury import Treasury
+from treasury._evm import Function
 from treasury.backends.chain.base import Chain
 from treasury.devnet_node import deploy_contracts, find_anvil, fund, start_anvil
 from treasury.http import create_app
-from treasury.ops._abi import APPROVE, BALANCE_OF, Function
+from treasury.ops._abi import APPROVE, BALANCE_OF
 from treasury.ops.yields import project
 from treasury.testing.server import serve
 
@@ -29,7 +30,7 @@ from .conftest import MASTER_KEY, Tenant, make_tenant
 from .helpers import address, is_timestamp
 
 CHAIN = 31337
-TRANSFER = Function("transfer(address,uint256)", ("address", "uint256"), ("bool",))
+TRANSFER = Function("transfer(address,uint256)", ("bool",))
 
 
 @dataclass

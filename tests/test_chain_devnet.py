@@ -53,12 +53,12 @@ def test_faucet_returns_the_mined_hash(devnet: DevnetChain) -> None:
 @pytest.mark.parametrize(
     ("symbol", "amount", "message"),
     [
-        ("USDC", "0.0000001", "more than 6 decimals"),
-        ("ETH", "0.0000000000000000001", "more than 18 decimals"),
+        ("USDC", "0.0000001", "more than 6 decimal places"),
+        ("ETH", "0.0000000000000000001", "more than 18 decimal places"),
         ("USDC", "-1", "positive"),
         ("USDC", "0", "positive"),
         ("USDC", "NaN", "positive"),
-        ("USDC", "ten", "not a decimal"),
+        ("USDC", "ten", "not a positive decimal"),
         ("DAI", "1", "unknown symbol"),
     ],
 )

@@ -5,10 +5,11 @@ from __future__ import annotations
 import math
 from decimal import Decimal, localcontext
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from treasury.ops.swaps import to_raw
+from treasury.money import to_raw
 from treasury.ops.yields import project
 
 
@@ -53,4 +54,16 @@ def test_the_largest_rate_the_source_can_report_does_not_break():
 )
 def test_to_raw_is_exact(whole, fraction, decimals):
     amount = f"{whole}.{fraction}" if fraction else str(whole)
-    assert to_raw(amount, decimals) == int(Decimal(amount) * 10**decimals)
+    expected = int(Decimal(amount) * 10**decimals)
+    if expected == 0:
+        with pytest.raises(ValueError, match="positive"):
+            to_raw(amount, decimals)
+    else:
+        assert to_raw(amount, decimals) == expected
+        assert to_raw(Decimal(amount), decimals) == expected
+
+
+@pytest.mark.parametrize("bad", ["-1", "1e3", "1.", ".5", "01", "1.2345678", " 1", "abc", "NaN"])
+def test_to_raw_refuses(bad):
+    with pytest.raises(ValueError):
+        to_raw(bad, 6)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
@@ -43,10 +42,6 @@ SortField = Literal["created_at", "label"]
 SortOrder = Literal["asc", "desc"]
 
 T = TypeVar("T")
-
-
-def is_address(value: str) -> bool:
-    return re.fullmatch(ADDRESS_PATTERN, value) is not None
 
 
 class Body(BaseModel):

@@ -1,14 +1,13 @@
-"""Chain look-up for operations: an unsupported chainId is a 404."""
+"""View calls for operations: one through Multicall3 for many, or a single one."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
+from .._evm import Function
 from ..backends.chain.base import Chain, Reverted
 from ..errors import UpstreamError
-from ._abi import Function, multicall_payload, multicall_results
-
-ChainLookup = Callable[[int], Chain]
+from ._abi import multicall_payload, multicall_results
 
 
 def multicall(

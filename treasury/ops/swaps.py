@@ -9,6 +9,7 @@ from .._runtime import Scope
 from .._validation import parse
 from ..errors import UpstreamError, ValidationError
 from ..models.chain import Prepared, PrepareSummary, PrepareSwap, Step, StepTransaction
+from ..money import to_raw
 from ._abi import ALLOWANCE, APPROVE, DECIMALS, SWAP
 from ._chains import multicall
 
@@ -44,7 +45,10 @@ class Swaps:
         )
         if decimals is None or allowance is None:
             raise UpstreamError(f"token {token_in} did not answer decimals/allowance")
-        raw = to_raw(request.amount, int(str(decimals[0])))
+        try:
+            raw = to_raw(request.amount, int(str(decimals[0])))
+        except ValueError as error:
+            raise ValidationError.field("body", "amount", str(error)) from None
         current = int(str(allowance[0]))
         symbol_in = request.token if direction == "deposit" else "c0"
         symbol_out = "c0" if direction == "deposit" else request.token
@@ -80,14 +84,6 @@ class Swaps:
             token_in=token_in, token_out=token_out, amount_in=request.amount, amount_in_raw=str(raw)
         )
         return Prepared(steps=steps, summary=summary)
-
-
-def to_raw(amount: str, decimals: int) -> int:
-    """Whole units to raw units, exactly; more fractional digits than the token has is a 400."""
-    whole, _, fraction = amount.partition(".")
-    if len(fraction) > decimals:
-        raise ValidationError.field("body", "amount", f"has more than {decimals} decimal places")
-    return int(whole) * int(10**decimals) + int(fraction.ljust(decimals, "0") or "0")
 
 
 def _step(kind: Any, description: str, to: str, data: bytes) -> Step:

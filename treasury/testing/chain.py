@@ -31,13 +31,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from eth_abi.abi import decode, encode
-from eth_abi.grammar import parse
+from eth_abi.abi import decode
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from eth_utils.address import to_checksum_address
-from eth_utils.crypto import keccak
 
+from treasury._evm import calldata
 from treasury.backends.chain import ADDRESS_KEYS, Chain, Receipt, Reverted
 from treasury.errors import UpstreamError
 
@@ -46,13 +45,6 @@ Fund = Callable[[str, str, str], Any]
 HASH = re.compile(r"0x[0-9a-f]{64}")
 ADDRESS = re.compile(r"0x[0-9a-f]{40}")
 DECIMALS = {"USDC": 6, "USDT": 6, "c0": 18}
-
-
-def calldata(signature: str, *args: Any) -> bytes:
-    """Selector and ABI-encoded arguments of a call, e.g. ``("balanceOf(address)", a)``."""
-    arguments = signature[signature.index("(") :]
-    types = [t.to_type_str() for t in parse(arguments).components] if args else []
-    return keccak(text=signature)[:4] + encode(types, list(args))
 
 
 def balance_of(chain: Chain, symbol: str, owner: str) -> int:

@@ -1,4 +1,4 @@
-"""Deploy and fund our test contracts on any node, plus helpers the chain backends share.
+"""Deploy and fund our test contracts on any node.
 
 `deploy_contracts` works through a `web3.Web3` on the in-process devnet and on anvil
 alike. Its transactions are sent back to back with explicit nonces and gas limits (no
@@ -8,20 +8,17 @@ about one block.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
-import re
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
 from importlib.resources import files
 from typing import Any
 
-from eth_abi.abi import decode, encode
-from eth_abi.exceptions import DecodingError
-from eth_abi.grammar import parse
-from eth_utils.address import to_canonical_address, to_checksum_address
-from eth_utils.crypto import keccak
+from eth_abi.abi import encode
+from eth_utils.address import to_checksum_address
+
+from ..._evm import calldata, contract_address
+from ...money import to_raw
 
 #: The earner rate a fresh deployment starts with, in basis points.
 DEFAULT_EARNER_RATE_BPS = 415
@@ -33,8 +30,6 @@ DECIMALS = {"USDC": 6, "USDT": 6, "c0": 18, "ETH": 18}
 _CREATE_GAS = 3_000_000
 _CALL_GAS = 200_000
 _TIP = 10**9  # 1 gwei
-_HASH = re.compile(r"0x[0-9a-fA-F]{64}")
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 
 
 @functools.cache
@@ -43,76 +38,6 @@ def artifacts() -> dict[str, dict[str, Any]]:
     text = files("treasury.contracts").joinpath("artifacts.json").read_text(encoding="utf-8")
     contracts: dict[str, dict[str, Any]] = json.loads(text)["contracts"]
     return contracts
-
-
-def selector(signature: str) -> bytes:
-    """The 4-byte function selector of e.g. ``"balanceOf(address)"``."""
-    return keccak(text=signature)[:4]
-
-
-def calldata(signature: str, *args: Any) -> bytes:
-    """Selector and ABI-encoded arguments: ``calldata("mint(address,uint256)", to, 5)``."""
-    arguments = signature[signature.index("(") :]
-    types = [t.to_type_str() for t in parse(arguments).components] if args else []
-    return selector(signature) + encode(types, list(args))
-
-
-def revert_reason(error: Any) -> str | None:
-    """The reason of a revert from its return data (bytes or hex) or an error message."""
-    while isinstance(error, Exception) and error.args:  # eth-tester wraps py-evm's Revert
-        error = error.args[0]
-    if isinstance(error, str) and re.fullmatch(r"0x([0-9a-fA-F]{2})*", error):
-        error = bytes.fromhex(error[2:])
-    if isinstance(error, bytes):
-        return _reason_of_data(error)
-    if isinstance(error, str):
-        return re.sub(r"^execution reverted:?", "", error).strip() or None
-    return None
-
-
-def _reason_of_data(data: bytes) -> str | None:
-    if not data:
-        return None
-    if data[:4] == selector("Error(string)"):
-        with contextlib.suppress(DecodingError):
-            return str(decode(["string"], data[4:])[0])
-    if data[:4] == selector("Panic(uint256)") and len(data) == 36:
-        return f"panic 0x{int.from_bytes(data[4:], 'big'):02x}"
-    return f"custom error 0x{data[:4].hex()}"
-
-
-def check_hash(tx_hash: str) -> str:
-    """`tx_hash` lowercased; `ValueError` unless it is 0x and 64 hex digits."""
-    if not (isinstance(tx_hash, str) and _HASH.fullmatch(tx_hash)):
-        raise ValueError(f"not a transaction hash: {tx_hash!r}")
-    return tx_hash.lower()
-
-
-def is_address(value: str) -> bool:
-    """Whether `value` is 0x and 40 hex digits."""
-    return isinstance(value, str) and _ADDRESS.fullmatch(value) is not None
-
-
-def to_raw_units(amount: str | int | Decimal, decimals: int) -> int:
-    """Whole units (``"250.5"``) to raw units (``250500000`` at 6 decimals).
-
-    `ValueError` for amounts that are not positive or have more decimals than the token.
-    """
-    try:
-        value = Decimal(amount) if not isinstance(amount, Decimal) else amount
-    except (InvalidOperation, TypeError, ValueError):
-        raise ValueError(f"not a decimal amount: {amount!r}") from None
-    if not value.is_finite() or value <= 0:
-        raise ValueError(f"amount must be positive, got {amount!r}")
-    raw = value.scaleb(decimals)
-    if raw != raw.to_integral_value():
-        raise ValueError(f"amount {amount!r} has more than {decimals} decimals")
-    return int(raw)
-
-
-def contract_address(sender: str, nonce: int) -> str:
-    """Where ``CREATE`` from `sender` at `nonce` puts a contract (lowercase)."""
-    return "0x" + keccak(_rlp_list([to_canonical_address(sender), _rlp_int(nonce)]))[12:].hex()
 
 
 def deploy_contracts(w3: Any, sender: Any) -> dict[str, str]:
@@ -162,7 +87,7 @@ def fund(
     symbol = {s.lower(): s for s in DECIMALS}.get(symbol.lower(), symbol)
     if symbol not in DECIMALS:
         raise ValueError(f"unknown symbol {symbol!r}; one of {', '.join(DECIMALS)}")
-    raw = to_raw_units(amount, DECIMALS[symbol])
+    raw = to_raw(amount, DECIMALS[symbol])
     recipient = to_checksum_address(to)
     if symbol == "ETH":
         tx: dict[str, Any] = {"to": recipient, "value": raw, "gas": 21_000}
@@ -210,25 +135,3 @@ def _wait(w3: Any, tx_hash: str, *, what: str) -> Any:
     if receipt["status"] != 1:
         raise RuntimeError(f"transaction {tx_hash} reverted while {what}")
     return receipt
-
-
-def _rlp_int(value: int) -> bytes:
-    return value.to_bytes((value.bit_length() + 7) // 8, "big")
-
-
-def _rlp_item(data: bytes) -> bytes:
-    if len(data) == 1 and data[0] < 0x80:
-        return data
-    return _rlp_length(len(data), 0x80) + data
-
-
-def _rlp_list(items: list[bytes]) -> bytes:
-    payload = b"".join(_rlp_item(item) for item in items)
-    return _rlp_length(len(payload), 0xC0) + payload
-
-
-def _rlp_length(length: int, offset: int) -> bytes:
-    if length < 56:
-        return bytes([offset + length])
-    encoded = _rlp_int(length)
-    return bytes([offset + 55 + len(encoded)]) + encoded

@@ -34,8 +34,9 @@ from web3 import EthereumTesterProvider, Web3
 from web3.exceptions import ContractLogicError
 from web3.providers.eth_tester.defaults import API_ENDPOINTS
 
+from ..._evm import calldata, check_hash, revert_reason
 from ...errors import UpstreamError
-from ._deploy import calldata, check_hash, deploy_contracts, fund, revert_reason
+from ._deploy import deploy_contracts, fund
 from .base import Chain, ChainConfig, Receipt, Reverted
 
 __all__ = ["DevnetChain"]

@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from ..._evm import check_hash, is_address, revert_reason
 from ...errors import UpstreamError
-from ._deploy import check_hash, is_address, revert_reason
 from .base import ADDRESS_KEYS, CANONICAL_MULTICALL3, Chain, ChainConfig, Receipt, Reverted
 
 __all__ = ["BATCH_SIZE", "RpcChain"]

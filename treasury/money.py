@@ -1,0 +1,26 @@
+"""Amounts: decimal strings of whole units and integers of raw units, never floats."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+_AMOUNT = re.compile(r"(0|[1-9][0-9]*)(\.[0-9]+)?")
+
+
+def to_raw(amount: str | int | Decimal, decimals: int) -> int:
+    """Whole units to raw units, exactly: ``to_raw("250.5", 6) == 250_500_000``.
+
+    `ValueError` unless `amount` is a positive plain decimal with at most `decimals`
+    fractional digits (no exponent, no sign). Works on the digits, so any size is exact.
+    """
+    text = format(amount, "f") if isinstance(amount, Decimal) else str(amount)
+    if not _AMOUNT.fullmatch(text):
+        raise ValueError(f"not a positive decimal amount: {amount!r}")
+    whole, _, fraction = text.partition(".")
+    if len(fraction.rstrip("0")) > decimals:
+        raise ValueError(f"amount {amount!r} has more than {decimals} decimal places")
+    raw = int(whole) * int(10**decimals) + int(fraction[:decimals].ljust(decimals, "0") or "0")
+    if raw <= 0:
+        raise ValueError(f"amount must be positive, got {amount!r}")
+    return raw
