@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._evm import Function
+from ..backends.chain.base import Chain
 
 BALANCE_OF = Function("balanceOf(address)", ("uint256",))
 ALLOWANCE = Function("allowance(address,address)", ("uint256",))
@@ -25,3 +26,18 @@ def multicall_payload(calls: Sequence[tuple[str, bytes]]) -> bytes:
 def multicall_results(data: bytes) -> list[tuple[bool, bytes]]:
     (results,) = AGGREGATE3.decode(data)
     return [(bool(ok), bytes(payload)) for ok, payload in results]
+
+
+def multicall(
+    chain: Chain, calls: Sequence[tuple[str, Function, tuple[object, ...]]]
+) -> list[tuple[object, ...] | None]:
+    """Run many view calls in one ``eth_call`` through Multicall3; None where one failed."""
+    payload = multicall_payload([(target, fn.encode(*args)) for target, fn, args in calls])
+    raw = chain.call(chain.addresses["multicall"], payload)
+    decoded: list[tuple[object, ...] | None] = []
+    for (ok, data), (_, fn, _) in zip(multicall_results(raw), calls, strict=True):
+        try:
+            decoded.append(fn.decode(data) if ok else None)
+        except Exception:  # a non-standard token answering garbage
+            decoded.append(None)
+    return decoded

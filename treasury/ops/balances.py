@@ -6,8 +6,7 @@ from .._runtime import Scope
 from .._validation import parse_value
 from ..models.chain import TokenBalance
 from ..models.common import Address, ListOf
-from ._abi import BALANCE_OF, DECIMALS, NAME, SYMBOL
-from ._chains import multicall
+from ._abi import BALANCE_OF, DECIMALS, NAME, SYMBOL, multicall
 
 TOKENS_PER_CALL = 100
 _PER_TOKEN = (NAME, SYMBOL, DECIMALS)

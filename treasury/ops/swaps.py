@@ -10,8 +10,7 @@ from .._validation import parse
 from ..errors import UpstreamError, ValidationError
 from ..models.chain import Prepared, PrepareSummary, PrepareSwap, Step, StepTransaction
 from ..money import to_raw
-from ._abi import ALLOWANCE, APPROVE, DECIMALS, SWAP
-from ._chains import multicall
+from ._abi import ALLOWANCE, APPROVE, DECIMALS, SWAP, multicall
 
 Direction = Literal["deposit", "withdraw"]
 

@@ -10,8 +10,7 @@ from .._validation import parse_value
 from ..errors import UpstreamError
 from ..models.chain import YieldEstimate, YieldRate
 from ..models.common import Address
-from ._abi import BALANCE_OF, DECIMALS, EARNER_RATE
-from ._chains import multicall
+from ._abi import BALANCE_OF, DECIMALS, EARNER_RATE, multicall
 
 FEE = Decimal("0.1")
 _CTX = Context(prec=50)
