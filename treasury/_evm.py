@@ -47,8 +47,14 @@ class Function:
     def selector(self) -> bytes:
         return selector(self.signature)
 
+    @cached_property
+    def argument_types(self) -> list[str]:
+        return argument_types(self.signature)
+
     def encode(self, *args: Any) -> bytes:
-        return calldata(self.signature, *args)
+        from eth_abi.abi import encode
+
+        return self.selector + (encode(self.argument_types, list(args)) if args else b"")
 
     def decode(self, data: bytes) -> tuple[Any, ...]:
         from eth_abi.abi import decode
