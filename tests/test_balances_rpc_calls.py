@@ -32,10 +32,10 @@ def deploy_tokens(w3: Any, count: int, holder: str) -> list[str]:
         factory.constructor(f"Token {i}", f"T{i}").transact({"from": sender}) for i in range(count)
     ]
     addresses = [w3.eth.wait_for_transaction_receipt(h)["contractAddress"].lower() for h in hashes]
-    for i, address in enumerate(addresses):
+    for i, token_address in enumerate(addresses):
         data = calldata("mint(address,uint256)", w3.to_checksum_address(holder), (i + 1) * 10**6)
         w3.eth.send_transaction(
-            {"from": sender, "to": w3.to_checksum_address(address), "data": data}
+            {"from": sender, "to": w3.to_checksum_address(token_address), "data": data}
         )
     return addresses
 
