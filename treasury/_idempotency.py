@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from ._clock import to_text
 from ._runtime import Scope
@@ -39,8 +41,9 @@ MAX_KEY_LENGTH = 256
 R = TypeVar("R", bound=Resource)
 
 
-def fingerprint(method: str, path: str, body: Mapping[str, Any]) -> str:
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def fingerprint(method: str, path: str, body: BaseModel) -> str:
+    """SHA-256 of method, path and the validated body's JSON (fields in model order)."""
+    canonical = body.model_dump_json(exclude_none=True, by_alias=True)
     return hashlib.sha256(f"{method} {path}\n{canonical}".encode()).hexdigest()
 
 
@@ -55,7 +58,7 @@ def check_key(key: str) -> str:
 def run_once(
     scope: Scope,
     key: str | None,
-    request: tuple[str, str, Mapping[str, Any]],
+    request: tuple[str, str, BaseModel],
     operation: Callable[[Transaction], R],
     result_type: type[R],
     status: int = 201,
@@ -71,7 +74,7 @@ def run_once(
     try:
         with storage.transaction() as tx:
             result = operation(tx)
-            if not _store(tx, scope.org_id, key, print_, now, status, result.to_json()):
+            if not _store(tx, scope.org_id, key, print_, now, status, result.model_dump_json()):
                 raise _Taken()  # rolls the operation back
         return result
     except _Taken:
@@ -80,7 +83,8 @@ def run_once(
         if error.status in NOT_STORED or error.status >= 500:
             raise
         with storage.transaction() as tx:  # the operation rolled back; keep its answer
-            stored_now = _store(tx, scope.org_id, key, print_, now, error.status, error.to_body())
+            body = json.dumps(error.to_body())
+            stored_now = _store(tx, scope.org_id, key, print_, now, error.status, body)
         if stored_now:
             raise
     with storage.read() as tx:
@@ -107,7 +111,7 @@ def _store(
     print_: str,
     now: datetime,
     status: int,
-    body: Mapping[str, Any],
+    body: str,
 ) -> bool:
     """Record an outcome, taking over an expired key; False if a live one is there."""
     return bool(
@@ -119,7 +123,7 @@ def _store(
             " status = excluded.status, body = excluded.body,"
             " created_at = excluded.created_at, expires_at = excluded.expires_at"
             " WHERE idempotency_keys.expires_at <= excluded.created_at",
-            (org_id, key, print_, status, json.dumps(body), to_text(now), to_text(now + KEY_TTL)),
+            (org_id, key, print_, status, body, to_text(now), to_text(now + KEY_TTL)),
         )
     )
 

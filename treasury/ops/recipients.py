@@ -33,7 +33,7 @@ class Recipients:
         return run_once(
             self._scope,
             idempotency_key,
-            ("POST", "/v1/recipients", request.model_dump(mode="json")),
+            ("POST", "/v1/recipients", request),
             lambda tx: self._insert(tx, request),
             Recipient,
         )

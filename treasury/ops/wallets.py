@@ -47,11 +47,10 @@ class Wallets:
     ) -> Wallet:
         """Create a custody-managed wallet; `label` defaults to `Wallet N`."""
         request = parse(CreateWallet, body if body is not None else fields)
-        wire = request.model_dump(mode="json", exclude_none=True)
         return run_once(
             self._scope,
             idempotency_key,
-            ("POST", "/v1/wallets", wire),
+            ("POST", "/v1/wallets", request),
             lambda tx: self._create(tx, request),
             Wallet,
         )

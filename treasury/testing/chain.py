@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -77,6 +78,17 @@ def send(
         gas = chain.estimate_gas({"from": account.address, "to": to, "data": data, "value": value})
     signed = account.sign_transaction({**tx, "gas": gas})
     return chain.send_raw_transaction(bytes(signed.raw_transaction))
+
+
+def mined(chain: Chain, hashes: list[str], timeout: float = 15.0) -> list[Receipt]:
+    """The receipts of `hashes` once all are mined (a node may answer before it mines)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        receipts = chain.receipts(hashes)
+        if all(receipts):
+            return [r for r in receipts if r is not None]
+        assert time.monotonic() < deadline, f"not mined within {timeout} s"
+        time.sleep(0.02)
 
 
 class ChainSuite:
@@ -134,7 +146,7 @@ class ChainSuite:
         transfer = calldata("transfer(address,uint256)", to, 1_500_000)
         tx_hash = send(chain, funded, chain.addresses["USDC"], transfer)
         assert HASH.fullmatch(tx_hash)
-        (receipt,) = chain.receipts([tx_hash])
+        (receipt,) = mined(chain, [tx_hash])
         assert isinstance(receipt, Receipt)
         assert receipt.status == 1
         assert receipt.transaction_hash == tx_hash
@@ -158,7 +170,7 @@ class ChainSuite:
         second = send(
             chain, funded, usdt, calldata("approve(address,uint256)", spender, 2), gas=100_000
         )
-        receipts = chain.receipts([first, second])
+        receipts = mined(chain, [first, second])
         assert [r.status if r else None for r in receipts] == [1, 0]
         allowance = chain.call(
             usdt, calldata("allowance(address,address)", funded.address, spender)
@@ -179,6 +191,7 @@ class ChainSuite:
         hashes = [
             send(chain, funded, sink, value=i + 1, gas=21_000, nonce=nonce + i) for i in range(50)
         ]
+        mined(chain, hashes)
         unknown = "0x" + "cd" * 32
         asked = sorted([*hashes, unknown])  # an order unrelated to the sending order
         receipts = chain.receipts(asked)

@@ -120,21 +120,27 @@ class SQLiteStorage(Storage):
 
     @contextmanager
     def _outermost(self, begin: str) -> Iterator[Transaction]:
-        with self._shared_lock if self._shared is not None else _nothing():
+        if self._shared is not None:
+            self._shared_lock.acquire()
+        try:
             db = self._db()
-            db.execute(begin)
+            conn = db.conn  # BEGIN/COMMIT straight on the connection: no wrapper per statement
+            conn.execute(begin)
             self._local.tx = tx = _Tx(db)
             self._local.depth = 1
             try:
                 yield tx
             except BaseException:
-                db.execute("ROLLBACK")
+                conn.execute("ROLLBACK")
                 raise
             else:
-                db.execute("COMMIT")
+                conn.execute("COMMIT")
             finally:
                 self._local.tx = None
                 self._local.depth = 0
+        finally:
+            if self._shared is not None:
+                self._shared_lock.release()
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
@@ -176,8 +182,3 @@ class SQLiteStorage(Storage):
 
 class _ThreadOwner:
     """Held only by one thread's locals; its finalizer closes that thread's connection."""
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
