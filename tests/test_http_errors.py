@@ -20,6 +20,7 @@ def assert_error_body(r: httpx.Response, status: int) -> dict:
 
 def test_unknown_path_is_404(client):
     assert_error_body(client.get("/v1/nothing-here"), 404)
+    assert_error_body(client.get("/v1"), 404)  # not a redirect to /v1/
     assert_error_body(client.get("/elsewhere"), 404)
 
 

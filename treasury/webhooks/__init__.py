@@ -1,1 +1,1 @@
-"""Webhooks: target checks, signing (Standard Webhooks), the outbox and its dispatcher."""
+"""Webhooks: which targets are allowed, and the durable event outbox they deliver from."""
