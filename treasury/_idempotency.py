@@ -3,7 +3,9 @@
 The operation runs and its outcome is stored under the key in one storage transaction.
 If the key already holds a live outcome, the insert finds it, the transaction rolls back
 (the operation's writes with it) and the stored outcome is replayed: the operation's
-effects happen at most once, and the common path costs one extra statement. Concurrent
+effects in the database happen at most once, and the common path costs one extra
+statement. (Local custody writes its new key in the same transaction, so a replayed
+wallet creation leaves no key behind.) Concurrent
 requests with one key queue on the database's write lock or on the key's unique index.
 A stored 4xx is written after its operation rolled back. Operations with effects
 outside the database will claim their key in a committed transaction first.

@@ -1,9 +1,10 @@
 """The library's schema, as numbered migrations applied in order, each in one transaction.
 
 Statements use ``{pk}`` (an auto-incrementing integer primary key), ``{blob}`` (binary)
-and ``{clustered}`` (after a table whose rows should live in its primary key, SQLite's
-``WITHOUT ROWID``; empty elsewhere), which each backend spells in its dialect
-(`Storage.types`).
+``{clustered}`` (after a table whose rows should live in its primary key, SQLite's
+``WITHOUT ROWID``; empty elsewhere) and ``{sortable_text}`` (text that sorts by code
+point, e.g. ``TEXT COLLATE "C"`` on PostgreSQL), which each backend spells in its
+dialect (`Storage.types`).
 Timestamps are ISO 8601 UTC text of fixed width, so they sort as text.
 """
 
@@ -39,7 +40,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 id {pk},
                 org_id TEXT NOT NULL REFERENCES organizations(id),
                 address TEXT NOT NULL,
-                label TEXT,
+                label {sortable_text},
                 type TEXT NOT NULL,
                 custody_ref TEXT REFERENCES custody_keys(ref),
                 created_at TEXT NOT NULL,
@@ -51,7 +52,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 id {pk},
                 org_id TEXT NOT NULL REFERENCES organizations(id),
                 address TEXT NOT NULL,
-                label TEXT NOT NULL,
+                label {sortable_text} NOT NULL,
                 created_at TEXT NOT NULL,
                 updated_at TEXT NOT NULL,
                 UNIQUE (org_id, address))""",
@@ -100,12 +101,12 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     ),
     (
         2,
-        "tracked transactions, the event outbox, wallet nonces",
+        "tracked transactions and the event outbox",
         [
             """CREATE TABLE transactions (
                 id {pk},
                 org_id TEXT NOT NULL REFERENCES organizations(id),
-                chain_id INTEGER NOT NULL,
+                chain_id BIGINT NOT NULL,
                 hash TEXT NOT NULL,
                 type TEXT NOT NULL,
                 sender TEXT NOT NULL,
@@ -130,11 +131,6 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 payload TEXT NOT NULL,
                 created_at TEXT NOT NULL)""",
             "CREATE INDEX events_org ON events (org_id, id)",
-            """CREATE TABLE wallet_nonces (
-                chain_id INTEGER NOT NULL,
-                address TEXT NOT NULL,
-                next_nonce INTEGER NOT NULL,
-                PRIMARY KEY (chain_id, address))""",
         ],
     ),
 ]

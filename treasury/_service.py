@@ -119,7 +119,7 @@ class Treasury:
             fiat=_plugins.resolve("fiat", fiat or settings.fiat, FiatProvider),
             clock=clock or system_clock,
             chains=ChainRegistry(settings.chains),
-            signer=Signer(store, custodian),
+            signer=Signer(custodian),
             allow_private_webhook_urls=settings.allow_private_webhook_urls,
         )
         migrate(store, now=runtime.now_text())
@@ -153,9 +153,10 @@ class Treasury:
         for chain_id in self._runtime.chains.ids():
             try:
                 indexed = index_chain(self._runtime, chain_id)
-            except TreasuryError as error:
-                log.warning("indexing chain %s failed: %s", chain_id, error.message)
-                summary.errors[f"chain {chain_id}"] = error.message
+            except Exception as error:  # one chain's outage must not stop the others
+                message = error.message if isinstance(error, TreasuryError) else repr(error)
+                log.warning("indexing chain %s failed: %s", chain_id, message, exc_info=True)
+                summary.errors[f"chain {chain_id}"] = message
                 continue
             summary.transactions_confirmed += indexed.confirmed
             summary.transactions_failed += indexed.failed

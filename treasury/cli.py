@@ -389,8 +389,9 @@ def worker(ctx: click.Context, interval: float, once: bool) -> None:
             while not stop.is_set():
                 try:
                     one_pass()
-                except TreasuryError as error:  # e.g. an upstream outage: retry next pass
-                    log.error("worker pass failed: %s", error.message)
+                except Exception as error:  # e.g. an upstream outage: retry next pass
+                    message = error.message if isinstance(error, TreasuryError) else repr(error)
+                    log.error("worker pass failed: %s", message)
                 stop.wait(interval)
         except KeyboardInterrupt:
             pass

@@ -27,7 +27,7 @@ class Settings:
     chains: dict[int, Any] = field(default_factory=_default_chains)
     fiat: str = "sandbox://"
     custody: str = "local://"
-    master_key: str | None = None
+    master_key: str | None = field(default=None, repr=False)  # never in logs
     allow_private_webhook_urls: bool = False
     rate_limit: str = "100/10 seconds"
     rate_limit_storage: str = "memory://"

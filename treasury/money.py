@@ -23,4 +23,6 @@ def to_raw(amount: str | int | Decimal, decimals: int) -> int:
     raw = int(whole) * int(10**decimals) + int(fraction[:decimals].ljust(decimals, "0") or "0")
     if raw <= 0:
         raise ValueError(f"amount must be positive, got {amount!r}")
+    if raw >= 2**256:
+        raise ValueError(f"amount {amount!r} is too large for a token (uint256)")
     return raw

@@ -102,12 +102,15 @@ def _json_body(max_bytes: int) -> Any:
     if request.mimetype != "application/json":
         raise UnsupportedMediaType()
     try:
-        return json.loads(raw)
+        body = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValidationError(
             "Malformed JSON",
             {"fields": [{"location": "body", "field": "", "message": str(error)}]},
         ) from None
+    if not isinstance(body, dict):
+        raise ValidationError.field("body", "", "must be a JSON object")
+    return body
 
 
 def _read_at_most(max_bytes: int) -> bytes:

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, field_validator
 
-from .common import HASH_PATTERN, Address, Body, Resource, Timestamped
+from ..money import to_raw
+from .common import HASH_PATTERN, Address, Body, Resource, RowId, Timestamped
 
 TxHash = Annotated[str, StringConstraints(pattern=HASH_PATTERN), Field()]
-RawAmount = Annotated[str, StringConstraints(pattern=r"^(0|[1-9][0-9]{0,77})$")]
+
+
+def _uint256(value: str) -> str:
+    if int(value) >= 2**256:
+        raise ValueError("must fit in uint256")
+    return value
+
+
+RawAmount = Annotated[
+    str, StringConstraints(pattern=r"^(0|[1-9][0-9]{0,77})$"), AfterValidator(_uint256)
+]
 TransactionType = Literal["deposit", "withdrawal", "yield", "approval", "other"]
 TransactionStatus = Literal["pending", "confirmed", "failed"]
-
-_DECIMAL = re.compile(r"^(0|[1-9][0-9]*)(\.[0-9]+)?$")
 
 
 class TokenBalance(Resource):
@@ -39,10 +46,7 @@ class PrepareSwap(Body):
     @field_validator("amount")
     @classmethod
     def _positive_decimal(cls, value: str) -> str:
-        if not _DECIMAL.match(value) or Decimal(value) <= 0:
-            raise ValueError("must be a positive decimal string such as '10.5'")
-        if len(value.partition(".")[2]) > 6:
-            raise ValueError("must have at most 6 decimal places")
+        to_raw(value, 6)  # a positive decimal with at most 6 places (the stablecoin side)
         return value
 
 
@@ -79,7 +83,7 @@ class RecordTransaction(Body):
     contract: Address
     token: Address
     amount: RawAmount
-    wallet_id: int = Field(alias="walletId")
+    wallet_id: RowId = Field(alias="walletId")
 
     @field_validator("hash")
     @classmethod
@@ -134,14 +138,7 @@ class YieldEstimate(Resource):
     annual_yield: str
 
 
-class AddressQuery(Body):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    address: Address
-
-
 __all__ = [
-    "AddressQuery",
     "PrepareSummary",
     "PrepareSwap",
     "Prepared",

@@ -9,6 +9,7 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Field,
     PrivateAttr,
     StringConstraints,
     computed_field,
@@ -36,6 +37,8 @@ Address = Annotated[str, StringConstraints(pattern=ADDRESS_PATTERN), AfterValida
 NonZeroAddress = Annotated[Address, AfterValidator(_not_zero)]
 
 Label = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+RowId = Annotated[int, Field(ge=1, le=2**63 - 1)]
+"""An integer id as databases store them (64-bit)."""
 """A human-readable name of 1 to 100 characters."""
 
 SortField = Literal["created_at", "label"]

@@ -14,7 +14,7 @@ EVENT_NAMES: tuple[EventName, ...] = ("transaction.confirmed", "transaction.fail
 class CreateWebhook(Body):
     url: Annotated[str, StringConstraints(min_length=1, max_length=2048)]
     events: Annotated[list[EventName], Field(min_length=1)]
-    wallets: list[Address] | None = None
+    wallets: Annotated[list[Address], Field(min_length=1)] | None = None  # None: all wallets
 
     @field_validator("events", "wallets")
     @classmethod

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from .._evm import Function
 from ..backends.chain.base import Chain
+from ..errors import UpstreamError
 
 BALANCE_OF = Function("balanceOf(address)", ("uint256",))
 ALLOWANCE = Function("allowance(address,address)", ("uint256",))
@@ -32,10 +33,16 @@ def multicall(
     chain: Chain, calls: Sequence[tuple[str, Function, tuple[object, ...]]]
 ) -> list[tuple[object, ...] | None]:
     """Run many view calls in one ``eth_call`` through Multicall3; None where one failed."""
+    from eth_abi.exceptions import DecodingError
+
     payload = multicall_payload([(target, fn.encode(*args)) for target, fn, args in calls])
-    raw = chain.call(chain.addresses["multicall"], payload)
+    at = chain.addresses["multicall"]
+    try:
+        results = multicall_results(chain.call(at, payload))
+    except DecodingError:  # no contract there (an empty answer) or not Multicall3
+        raise UpstreamError(f"the multicall contract at {at} gave no valid answer") from None
     decoded: list[tuple[object, ...] | None] = []
-    for (ok, data), (_, fn, _) in zip(multicall_results(raw), calls, strict=True):
+    for (ok, data), (_, fn, _) in zip(results, calls, strict=True):
         try:
             decoded.append(fn.decode(data) if ok else None)
         except Exception:  # a non-standard token answering garbage

@@ -1,9 +1,10 @@
 """Sending from managed wallets: custody signs, and nonces are allocated per wallet.
 
-One lock per (chain, wallet) in the process serialises allocate → sign → broadcast, so
-two requests using one wallet at once get consecutive nonces. The next nonce is the
-larger of the node's pending count and the last one this library broadcast (stored, so
-a node that lags behind its own mempool cannot hand out a nonce twice).
+One lock per (chain, wallet) in the process serialises nonce → sign → broadcast, so two
+requests using one wallet at once get consecutive nonces. The node's pending count is
+the source of truth (a stored counter would strand the wallet whenever the chain forgets
+a transaction: a dropped one, a restarted devnet). When another process took the same
+nonce first, the node refuses the broadcast and it is signed again with a fresh count.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from typing import Any
 
 from ..backends.chain.base import Chain
 from ..backends.custody.base import Custody
-from ..backends.storage.base import Storage
+from ..errors import UpstreamError
+
+ATTEMPTS = 3
 
 
 class Signer:
-    def __init__(self, storage: Storage, custody: Custody):
-        self._storage = storage
+    def __init__(self, custody: Custody):
         self._custody = custody
         self._locks: dict[tuple[int, str], threading.Lock] = {}
         self._guard = threading.Lock()
@@ -41,31 +43,22 @@ class Signer:
         """Sign with custody and broadcast; return the transaction hash."""
         from eth_utils.address import to_checksum_address
 
+        call = {"from": sender, "to": to, "data": data, "value": value}
         with self._lock(chain.chain_id, sender):
-            with self._storage.read() as tx:
-                row = tx.one(
-                    "SELECT next_nonce FROM wallet_nonces WHERE chain_id = ? AND address = ?",
-                    (chain.chain_id, sender),
-                )
-            nonce = max(row["next_nonce"] if row else 0, chain.pending_nonce(sender))
-            call = {"from": sender, "to": to, "data": data, "value": value}
-            transaction: dict[str, Any] = {
-                "chainId": chain.chain_id,
-                "nonce": nonce,
-                "to": to_checksum_address(to),  # eth-account refuses all-lowercase addresses
-                "data": data,
-                "value": value,
-                "gas": gas or chain.estimate_gas(call),
-                **chain.fee_fields(),
-            }
-            tx_hash = chain.send_raw_transaction(
-                self._custody.sign_transaction(custody_ref, transaction)
-            )
-            with self._storage.transaction() as tx:
-                tx.execute(
-                    "INSERT INTO wallet_nonces (chain_id, address, next_nonce) VALUES (?, ?, ?)"
-                    " ON CONFLICT (chain_id, address) DO UPDATE SET next_nonce = excluded.next_nonce"
-                    " WHERE excluded.next_nonce > wallet_nonces.next_nonce",
-                    (chain.chain_id, sender, nonce + 1),
-                )
-            return tx_hash
+            for attempt in range(ATTEMPTS):
+                transaction: dict[str, Any] = {
+                    "chainId": chain.chain_id,
+                    "nonce": chain.pending_nonce(sender),
+                    "to": to_checksum_address(to),  # eth-account refuses all-lowercase
+                    "data": data,
+                    "value": value,
+                    "gas": gas or chain.estimate_gas(call),
+                    **chain.fee_fields(),
+                }
+                raw = self._custody.sign_transaction(custody_ref, transaction)
+                try:
+                    return chain.send_raw_transaction(raw)
+                except UpstreamError as error:
+                    if "nonce" not in error.message.lower() or attempt == ATTEMPTS - 1:
+                        raise
+        raise AssertionError("unreachable")

@@ -12,7 +12,7 @@ from .._runtime import Scope
 from .._validation import parse, parse_value
 from ..backends.storage.base import Row
 from ..errors import NotFound
-from ..models.common import Deleted, ListOf
+from ..models.common import Deleted, ListOf, RowId
 from ..models.webhooks import CreatedWebhook, CreateWebhook, Webhook
 from ..webhooks.targets import check_target
 
@@ -65,7 +65,7 @@ class Webhooks:
         return ListOf[Webhook](data=[Webhook.model_validate(_decoded(row)) for row in rows])
 
     def delete(self, webhook_id: int | str) -> Deleted:
-        webhook_id = parse_value(int, webhook_id, "path", "id")
+        webhook_id = parse_value(RowId, webhook_id, "path", "id")
         runtime = self._scope.runtime
         with runtime.storage.transaction() as tx:
             changed = tx.execute(

@@ -17,7 +17,7 @@ def emit(
     data: dict[str, Any],
     now: str,
 ) -> int:
-    """Append an event; delivery reads the outbox later (at least once)."""
+    """Append an event to the outbox, from which webhook delivery will read."""
     payload = {"type": event_type, "timestamp": now.replace("+00:00", "Z"), "data": data}
     row = tx.one(
         "INSERT INTO events (org_id, type, wallet_address, payload, created_at)"

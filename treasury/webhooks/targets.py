@@ -17,8 +17,8 @@ def check_target(url: str, *, allow_private: bool) -> None:
     """Raise a 400 unless `url` is http(s) and every address its host resolves to is public.
 
     Private, loopback, link-local, multicast, reserved and unspecified addresses are
-    refused, unless `allow_private` (tests, local development). Called at registration
-    and again before each delivery, since DNS answers change.
+    refused, unless `allow_private` (tests, local development). Called at registration;
+    delivery must call it again before each attempt, since DNS answers change.
     """
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):

@@ -10,7 +10,7 @@ conformance suite every backend runs.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -42,14 +42,12 @@ class Transaction(ABC):
         rows = self.query(sql, params)
         return rows[0] if rows else None
 
-    def rows(self, sql: str, params: Params = ()) -> Iterator[Row]:
-        yield from self.query(sql, params)
-
 
 class Storage(ABC):
     """A storage backend. Thread-safe: one instance serves every thread of a process."""
 
-    #: Dialect spellings used by the library's migrations: ``pk``, ``blob``, ``clustered``.
+    #: Dialect spellings used by the library's migrations: ``pk``, ``blob``, ``clustered``,
+    #: ``sortable_text`` (see `treasury._schema`).
     types: ClassVar[Mapping[str, str]]
 
     @classmethod

@@ -62,6 +62,7 @@ class SQLiteStorage(Storage):
         "pk": "INTEGER PRIMARY KEY",  # rows are never hard-deleted, so ids never repeat
         "blob": "BLOB",
         "clustered": " WITHOUT ROWID",  # one B-tree, not a table and its key index
+        "sortable_text": "TEXT",  # BINARY collation: code-point order
     }
 
     def __init__(self, path: str | Path = MEMORY, *, busy_timeout: float = 30.0):
