@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import eth_account  # noqa: F401  (its import raises the recursion limit; do it before hypothesis runs)
 import httpx
@@ -69,3 +71,26 @@ def client(base_url: str, tenant: Tenant) -> Iterator[httpx.Client]:
     """An httpx client on the live server, authenticated as `tenant`."""
     with httpx.Client(base_url=base_url, headers={"x-api-key": tenant.secret}) as c:
         yield c
+
+
+def require_anvil() -> str:
+    """The anvil binary; skip without it, except under CI (which installs it)."""
+    from treasury.devnet_node import find_anvil
+
+    binary = find_anvil()
+    if binary is None:
+        reason = "anvil not found (run `npm ci` or set TREASURY_ANVIL)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}; CI is set")
+        pytest.skip(reason)
+    return binary
+
+
+@pytest.fixture(scope="module")
+def anvil_config() -> Iterator[dict[str, Any]]:
+    """A real anvil node with our contracts: the chain configuration `{url, addresses}`."""
+    from treasury.devnet_node import deploy_contracts, start_anvil
+
+    require_anvil()
+    with start_anvil() as node:
+        yield deploy_contracts(node.url)

@@ -6,7 +6,6 @@ through the JSON-RPC backend (`http://`). Callers sign with web3, as a user woul
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from eth_account import Account
 from treasury import Treasury
 from treasury._evm import Function
 from treasury.backends.chain.base import Chain
-from treasury.devnet_node import deploy_contracts, find_anvil, fund, start_anvil
+from treasury.devnet_node import fund
 from treasury.http import create_app
 from treasury.ops._abi import APPROVE, BALANCE_OF
 from treasury.ops.yields import project
@@ -65,16 +64,6 @@ class Env:
         signed = w3.eth.account.sign_transaction(full, account.key)
         tx_hash = w3.eth.send_raw_transaction(signed.raw_transaction)
         return dict(w3.eth.wait_for_transaction_receipt(tx_hash, timeout=30))
-
-
-@pytest.fixture(scope="module")
-def anvil_config() -> Iterator[dict[str, Any]]:
-    if find_anvil() is None:
-        if os.environ.get("CI"):
-            pytest.fail("anvil not found; CI is set")
-        pytest.skip("anvil not found (run `npm ci`)")
-    with start_anvil() as node:
-        yield deploy_contracts(node.url)
 
 
 @pytest.fixture(params=["devnet", "anvil"])

@@ -4,8 +4,6 @@ backend boundary (devnet)."""
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -17,7 +15,7 @@ from treasury.backends.chain import ChainConfig
 from treasury.backends.chain._deploy import artifacts
 from treasury.backends.chain.devnet import DevnetChain
 from treasury.backends.chain.rpc import RpcChain
-from treasury.devnet_node import deploy_contracts, find_anvil, fund, start_anvil
+from treasury.devnet_node import fund
 
 from .conftest import MASTER_KEY, make_tenant
 from .helpers import address
@@ -49,18 +47,9 @@ def eth_calls(requests: list[httpx.Request]) -> int:
     return count
 
 
-@pytest.fixture(scope="module")
-def anvil() -> Iterator[dict[str, Any]]:
-    if find_anvil() is None:
-        if os.environ.get("CI"):
-            pytest.fail("anvil not found; CI is set")
-        pytest.skip("anvil not found (run `npm ci`)")
-    with start_anvil() as node:
-        yield deploy_contracts(node.url)
-
-
 @pytest.mark.parametrize(("extra", "expected_calls"), [(0, 1), (97, 1), (98, 2)])
-def test_on_anvil_up_to_100_tokens_is_one_eth_call(tmp_path, anvil, extra, expected_calls):
+def test_on_anvil_up_to_100_tokens_is_one_eth_call(tmp_path, anvil_config, extra, expected_calls):
+    anvil = anvil_config
     from web3 import HTTPProvider, Web3
 
     w3 = Web3(HTTPProvider(anvil["url"]))

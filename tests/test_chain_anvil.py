@@ -6,7 +6,6 @@ under ``CI``, where a missing anvil fails.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,22 +15,16 @@ from eth_account import Account
 
 from treasury.backends.chain import ChainConfig
 from treasury.backends.chain.rpc import BATCH_SIZE, RpcChain
-from treasury.devnet_node import AnvilNode, deploy_contracts, find_anvil, fund, start_anvil
+from treasury.devnet_node import AnvilNode, deploy_contracts, fund, start_anvil
 from treasury.errors import UpstreamError
 from treasury.testing.chain import ChainSuite, Fund, send
 
-
-def _require_anvil() -> None:
-    if find_anvil() is None:
-        reason = "anvil not found (run `npm ci` or set TREASURY_ANVIL)"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason}; CI is set")
-        pytest.skip(reason)
+from .conftest import require_anvil
 
 
 @pytest.fixture(scope="module")
 def node() -> Iterator[AnvilNode]:
-    _require_anvil()
+    require_anvil()
     with start_anvil() as node:
         yield node
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 from treasury import AuthenticationError, Treasury
 from treasury.cli import main
 
-from .conftest import MASTER_KEY
+from .conftest import MASTER_KEY, require_anvil
 
 
 @pytest.fixture(autouse=True)
@@ -260,14 +260,8 @@ def test_serve_on_a_busy_port_fails_cleanly(cwd: Path) -> None:
 
 def test_devnet_runs_anvil_and_serve_uses_it(cwd: Path) -> None:
     """`treasury devnet` writes the chain into treasury.toml; `serve` then uses anvil."""
-    from treasury.devnet_node import find_anvil
-
-    if find_anvil() is None:
-        if os.environ.get("CI"):
-            pytest.fail("anvil not found; CI is set")
-        pytest.skip("anvil not found (run `npm ci`)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("TREASURY_")}
-    env["TREASURY_ANVIL"] = find_anvil() or ""  # the tmp cwd has no node_modules
+    env["TREASURY_ANVIL"] = require_anvil()  # the tmp cwd has no node_modules
     anvil_port, api_port = _free_port(), _free_port()
     devnet_log = (cwd / "devnet.log").open("w+")
     devnet = subprocess.Popen(
