@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -60,6 +61,38 @@ class Function:
         from eth_abi.abi import decode
 
         return tuple(decode(list(self.outputs), data))
+
+
+TRANSACTION_FIELDS = (
+    "from",
+    "to",
+    "data",
+    "input",
+    "value",
+    "gas",
+    "nonce",
+    "gasPrice",
+    "maxFeePerGas",
+    "maxPriorityFeePerGas",
+)
+
+
+def call_fields(transaction: Mapping[str, Any]) -> dict[str, Any]:
+    """A call or transaction dict (camelCase; ints, hex or bytes) in one form: addresses
+    lowercase, `input` as `data` in 0x hex, quantities as ints; unknown fields refused."""
+    fields: dict[str, Any] = {}
+    for key, value in transaction.items():
+        if key not in TRANSACTION_FIELDS:
+            raise ValueError(f"unsupported transaction field {key!r}")
+        if value is None:
+            continue
+        if key in ("from", "to"):
+            fields[key] = str(value).lower()
+        elif key in ("data", "input"):
+            fields["data"] = "0x" + bytes(value).hex() if isinstance(value, bytes) else str(value)
+        else:
+            fields[key] = int(value, 16) if isinstance(value, str) else int(value)
+    return fields
 
 
 def revert_reason(error: Any) -> str | None:

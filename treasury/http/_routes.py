@@ -45,10 +45,11 @@ class Route:
     path: str
     handler: Handler
     public: bool = False
+    endpoint: str | None = None  # for a handler that serves two paths
 
     @property
     def name(self) -> str:
-        return self.handler.__name__
+        return self.endpoint or self.handler.__name__
 
 
 def create_wallet(org: Organization, call: Call) -> tuple[int, Resource]:
@@ -119,10 +120,6 @@ def estimate_yield(org: Organization, call: Call) -> tuple[int, Resource]:
     return 200, org.yields.estimate(call.params["chain_id"], call.query_param("address"))
 
 
-def get_yield(org: Organization, call: Call) -> tuple[int, Resource]:
-    return 200, org.yields.estimate(call.params["chain_id"], call.query_param("address"))
-
-
 def list_yield_artifacts(org: Organization, call: Call) -> tuple[int, Resource]:
     """Public. Publishing per-period artifacts arrives with yield distributions."""
     return 200, ListOf[Resource](data=[])
@@ -147,5 +144,5 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/<int:chain_id>/transactions/<tx_hash>", get_transaction),
     Route("GET", "/<int:chain_id>/balances/<address>", get_balances),
     Route("GET", "/<int:chain_id>/yield/estimate", estimate_yield),
-    Route("GET", "/<int:chain_id>/yield", get_yield),
+    Route("GET", "/<int:chain_id>/yield", estimate_yield, endpoint="get_yield"),
 )

@@ -34,7 +34,7 @@ from web3 import EthereumTesterProvider, Web3
 from web3.exceptions import ContractLogicError
 from web3.providers.eth_tester.defaults import API_ENDPOINTS
 
-from ..._evm import calldata, check_hash, revert_reason
+from ..._evm import call_fields, calldata, check_hash, revert_reason
 from ...errors import UpstreamError
 from ._deploy import deploy_contracts, fund
 from .base import Chain, ChainConfig, Receipt, Reverted
@@ -42,14 +42,7 @@ from .base import Chain, ChainConfig, Receipt, Reverted
 __all__ = ["DevnetChain"]
 
 _TIP = 10**9
-_TX_KEYS = {
-    "from": "from",
-    "to": "to",
-    "data": "data",
-    "input": "data",
-    "value": "value",
-    "gas": "gas",
-    "nonce": "nonce",
+_TESTER_NAMES = {  # eth-tester's snake_case for the camelCase fields
     "gasPrice": "gas_price",
     "maxFeePerGas": "max_fee_per_gas",
     "maxPriorityFeePerGas": "max_priority_fee_per_gas",
@@ -113,7 +106,8 @@ class DevnetChain(Chain):
         return {"maxFeePerGas": 2 * base + _TIP, "maxPriorityFeePerGas": _TIP}
 
     def estimate_gas(self, transaction: Mapping[str, Any]) -> int:
-        tx = {"from": self._caller, **_tester_transaction(transaction)}
+        fields = call_fields(transaction)
+        tx = {"from": self._caller, **{_TESTER_NAMES.get(k, k): v for k, v in fields.items()}}
         with self._errors():
             return int(self._tester.estimate_gas(tx, "latest"))
 
@@ -242,21 +236,3 @@ class _LockedProvider(EthereumTesterProvider):
     def make_request(self, method: Any, params: Any) -> Any:
         with self._lock:
             return super().make_request(method, params)
-
-
-def _tester_transaction(transaction: Mapping[str, Any]) -> dict[str, Any]:
-    """A JSON-RPC style transaction (camelCase; ints, hex or bytes) in eth-tester's form."""
-    tx: dict[str, Any] = {}
-    for key, value in transaction.items():
-        if key not in _TX_KEYS:
-            raise ValueError(f"unsupported transaction field {key!r}")
-        name = _TX_KEYS[key]
-        if value is None:
-            continue
-        if name in ("from", "to"):
-            tx[name] = str(value).lower()
-        elif name == "data":
-            tx[name] = "0x" + value.hex() if isinstance(value, bytes) else str(value)
-        else:
-            tx[name] = int(value, 16) if isinstance(value, str) else int(value)
-    return tx

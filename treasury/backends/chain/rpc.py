@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..._evm import check_hash, is_address, revert_reason
+from ..._evm import call_fields, check_hash, is_address, revert_reason
 from ...errors import UpstreamError
 from .base import ADDRESS_KEYS, CANONICAL_MULTICALL3, Chain, ChainConfig, Receipt, Reverted
 
@@ -26,18 +26,6 @@ __all__ = ["BATCH_SIZE", "RpcChain"]
 #: Receipts asked for in one JSON-RPC batch request.
 BATCH_SIZE = 500
 _TIMEOUT = httpx.Timeout(30.0, connect=5.0)
-_TX_KEYS = (
-    "from",
-    "to",
-    "data",
-    "input",
-    "value",
-    "gas",
-    "nonce",
-    "gasPrice",
-    "maxFeePerGas",
-    "maxPriorityFeePerGas",
-)
 
 
 class RpcChain(Chain):
@@ -131,7 +119,11 @@ class RpcChain(Chain):
         }
 
     def estimate_gas(self, transaction: Mapping[str, Any]) -> int:
-        return int(self._request("eth_estimateGas", [_rpc_transaction(transaction)]), 16)
+        fields = {  # JSON-RPC quantities are 0x hex
+            k: v if k in ("from", "to", "data") else hex(v)
+            for k, v in call_fields(transaction).items()
+        }
+        return int(self._request("eth_estimateGas", [fields]), 16)
 
     def close(self) -> None:
         if self._own_client:
@@ -205,23 +197,6 @@ def _receipt(r: Mapping[str, Any]) -> Receipt | None:
         type=int(r.get("type") or "0x0", 16),
         root=str(r["root"]).lower() if r.get("root") else None,
     )
-
-
-def _rpc_transaction(transaction: Mapping[str, Any]) -> dict[str, str]:
-    """JSON-RPC form: addresses lowercase, quantities and data as 0x hex."""
-    tx: dict[str, str] = {}
-    for key, value in transaction.items():
-        if key not in _TX_KEYS:
-            raise ValueError(f"unsupported transaction field {key!r}")
-        if value is None:
-            continue
-        if key in ("from", "to"):
-            tx[key] = str(value).lower()
-        elif key in ("data", "input"):
-            tx["data"] = _hex(value) if isinstance(value, bytes) else str(value)
-        else:
-            tx[key] = hex(int(value, 16) if isinstance(value, str) else int(value))
-    return tx
 
 
 def _hex(data: bytes) -> str:
