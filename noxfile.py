@@ -1,19 +1,55 @@
-"""Developer sessions: `nox -s tests` (the test command CI runs), lint, typecheck, core, contracts."""
+"""Developer sessions: `nox -s tests` (the test command CI runs: the suite on SQLite, then on
+PostgreSQL), `tests-sqlite`, `tests-postgres`, lint, typecheck, core, contracts."""
 
 from __future__ import annotations
 
 import nox
+from nox.command import CommandFailed
 
 nox.options.sessions = ["tests", "lint", "typecheck", "core"]
 nox.options.reuse_existing_virtualenvs = True
 
+STORAGES = ("sqlite", "postgresql")
+
+
+def _prepare_tests(session: nox.Session) -> None:
+    """The library with every extra the tests use, and the npm tools (solc, anvil)."""
+    session.install("-e", ".[dev,postgres]")
+    session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
+
+
+def _pytest(session: nox.Session, storage: str) -> None:
+    """The whole suite with every treasury on `storage`; PostgreSQL is the server at
+    TREASURY_TEST_POSTGRES (default postgresql://postgres@127.0.0.1:5432/postgres)."""
+    session.run("pytest", f"--storage={storage}", *session.posargs)
+
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The whole test suite, with the npm tools (solc, anvil) it drives."""
-    session.install("-e", ".[dev,postgres]")
-    session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
-    session.run("pytest", *session.posargs)
+    """The whole test suite on SQLite, then on PostgreSQL (both run even if one fails)."""
+    _prepare_tests(session)
+    failed = []
+    for storage in STORAGES:
+        try:
+            _pytest(session, storage)
+        except CommandFailed:
+            failed.append(storage)
+    if failed:
+        session.error(f"the tests failed on {' and '.join(failed)}")
+
+
+@nox.session(name="tests-sqlite")
+def tests_sqlite(session: nox.Session) -> None:
+    """The whole test suite, every treasury on a SQLite file."""
+    _prepare_tests(session)
+    _pytest(session, "sqlite")
+
+
+@nox.session(name="tests-postgres")
+def tests_postgres(session: nox.Session) -> None:
+    """The whole test suite, every treasury in a fresh schema of a PostgreSQL server."""
+    _prepare_tests(session)
+    _pytest(session, "postgresql")
 
 
 @nox.session
@@ -27,9 +63,11 @@ def core(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
+    """ruff, and the import-linter contracts of pyproject.toml (the layers of DESIGN §1)."""
+    session.install("ruff", "import-linter")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("lint-imports")
 
 
 @nox.session

@@ -1,4 +1,5 @@
-"""Shared helpers of the benchmark scripts: timing loops, a waitress server, tables."""
+"""Shared helpers of the benchmark scripts: timing loops, the floors' recipients table, a
+waitress server, tables."""
 
 from __future__ import annotations
 
@@ -13,9 +14,38 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 WAITRESS_THREADS = 4
+
+# The floors write rows of the shape of treasury's `recipients` table after its migrations
+# 1 and 3 (treasury/_infra/schema.py, spelled as SQLiteStorage spells it): a rowid
+# primary key without AUTOINCREMENT, a foreign key to `organizations` (enforced: the
+# storage turns foreign_keys on), UNIQUE (org_id, address), and a `number` column with
+# a unique index on (org_id, number). No `org_counters` table: a floor takes its numbers
+# from an in-process counter (`FloorNumbers`), so it writes one statement per commit.
+FLOOR_ORG_ID = "org_bench"
+FLOOR_SCHEMA = (
+    """CREATE TABLE organizations (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL)""",
+    """CREATE TABLE recipients (
+        id INTEGER PRIMARY KEY,
+        org_id TEXT NOT NULL REFERENCES organizations(id),
+        address TEXT NOT NULL,
+        label TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (org_id, address))""",
+    "ALTER TABLE recipients ADD COLUMN number BIGINT",
+    "CREATE UNIQUE INDEX recipients_number ON recipients (org_id, number)",
+)
+FLOOR_INSERT = (
+    "INSERT INTO recipients (org_id, number, address, label, created_at, updated_at)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
 
 
 @dataclass(frozen=True)
@@ -71,14 +101,48 @@ def random_address() -> str:
     return "0x" + secrets.token_hex(20)
 
 
+def now_text() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
 def durable_connection(path: str, **kwargs: Any) -> sqlite3.Connection:
-    """A plain sqlite3 connection with treasury's durability settings (WAL, synchronous=FULL)."""
+    """A plain sqlite3 connection with treasury's settings (WAL, synchronous=FULL,
+    foreign_keys=ON)."""
     conn = sqlite3.connect(path, **kwargs)
     mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
     if mode.lower() != "wal":
         raise RuntimeError(f"could not enable WAL on {path}: journal_mode={mode}")
     conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
     return conn
+
+
+def create_floor_schema(path: str) -> None:
+    """The floors' tables (`FLOOR_SCHEMA`) and their one organization, in a new file."""
+    conn = durable_connection(path)
+    try:
+        with conn:
+            for statement in FLOOR_SCHEMA:
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)",
+                (FLOOR_ORG_ID, "Bench", now_text()),
+            )
+    finally:
+        conn.close()
+
+
+class FloorNumbers:
+    """1, 2, 3, ...: a floor's per-organization numbers, safe across threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = 0
+
+    def next(self) -> int:
+        with self._lock:
+            self._last += 1
+            return self._last
 
 
 def quiet_waitress() -> None:

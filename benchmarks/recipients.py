@@ -7,17 +7,28 @@ Two ratios, measured in one run (goal for both: >= 0.5):
 * http: ``POST /v1/recipients`` (x-api-key, a fresh Idempotency-Key and a fresh random
   address per request) through waitress on loopback, against a bare Flask app whose one
   endpoint does one SQLite insert+commit. Same waitress settings, the same keep-alive
-  ``httpx.Client``, requests sent one after another.
+  ``httpx.Client``, requests sent one after another (for concurrent writers, see
+  writers.py).
 * in-process: ``org.recipients.create(..., idempotency_key=...)`` against a raw ``sqlite3``
-  insert+commit of a comparable row. ``create`` without a key is printed as extra information.
+  insert+commit. ``create`` without a key is printed as extra information.
+
+The floor (both the raw insert and the bare endpoint) writes a row of the shape of
+treasury's ``recipients`` table (``_common.FLOOR_SCHEMA``: migrations 1 and 3, a rowid key
+without AUTOINCREMENT, the foreign key to ``organizations`` enforced, UNIQUE (org_id,
+address), ``number`` with its unique index on (org_id, number)): one ``INSERT`` of all
+its columns, then ``COMMIT``. What it does not do: read its number from the table (it
+comes from an in-process counter), validate input, authenticate, rate-limit, or record an
+idempotency key; all of that is treasury's cost. A raw insert whose number comes from
+treasury's own statement (``MAX(number) + 1`` of the organization) in the same
+transaction is printed as an extra, to show what per-organization numbers cost alone.
 
 Every side writes a real file in one temporary directory with the same durability
 settings (WAL, synchronous=FULL). Each side is warmed up; then, in each of ``--rounds``
 rounds, the sides take ``--slices`` short turns in rotating order, so slow spells of the
 disk land on every side alike. A ratio is the median of the per-round ratios. The process
 exits 0 whatever the figures: this is a measurement, not a test. ``--profile`` then runs
-treasury's paths under cProfile, and once more timing each SQL statement, and prints
-where the time goes.
+treasury's paths under cProfile, and once more timing each SQL statement (BEGIN and the
+durable COMMIT included), and prints where the time goes.
 """
 
 from __future__ import annotations
@@ -33,18 +44,22 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 from _common import (
+    FLOOR_INSERT,
+    FLOOR_ORG_ID,
     WAITRESS_THREADS,
+    FloorNumbers,
     Sample,
+    create_floor_schema,
     durable_connection,
     machine,
     measure,
     median,
+    now_text,
     random_address,
     table,
     verdict,
@@ -53,32 +68,17 @@ from _common import (
 )
 from flask import Flask, Response, jsonify, request
 
-from treasury import Organization, Treasury
+from treasury import OrganizationHandle, Treasury
 from treasury.http import create_app
 
 GOAL = 0.5
 MASTER_KEY = "0" * 64
-# The default limit (100 per 10 seconds) would answer 429 within a second; the limiter
-# still runs on every request, only its ceiling is out of reach.
+# The default limit (100 per 60 seconds per key) would answer 429 within a second; the
+# limiter still runs on every request, only its ceiling is out of reach.
 RATE_LIMIT = "10000000/1 second"
-
-RECIPIENTS_TABLE = """CREATE TABLE IF NOT EXISTS recipients (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    org_id TEXT NOT NULL,
-    address TEXT NOT NULL,
-    label TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    UNIQUE (org_id, address))"""
-INSERT = (
-    "INSERT INTO recipients (org_id, address, label, created_at, updated_at) VALUES (?, ?, ?, ?, ?)"
-)
-ORG_ID = "org_bench"
 LABEL = "Benchmark recipient"
-
-
-def now_text() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
+# treasury's statement for the next per-organization number (_infra/sql.py:insert_numbered)
+NEXT_NUMBER = "SELECT COALESCE(MAX(number), 0) + 1 FROM recipients WHERE org_id = ?"
 
 
 @dataclass
@@ -101,21 +101,31 @@ def open_treasury(path: Path) -> Treasury:
     return Treasury.open(f"sqlite:///{path}", master_key=MASTER_KEY, rate_limit=RATE_LIMIT)
 
 
-def raw_insert(path: Path) -> tuple[Callable[[], None], Callable[[], None]]:
-    """One raw sqlite3 insert+commit of a recipient-like row; and a closer."""
+def raw_insert(
+    path: Path, *, counter: bool = False
+) -> tuple[Callable[[], None], Callable[[], None]]:
+    """One raw sqlite3 insert+commit of a recipient row (`FLOOR_SCHEMA`); and a closer.
+
+    The number comes from an in-process counter; with `counter`, from treasury's
+    ``MAX(number) + 1`` statement in the same transaction instead (an extra, not the floor).
+    """
+    create_floor_schema(str(path))
     conn = durable_connection(str(path))
-    conn.execute(RECIPIENTS_TABLE)
-    conn.commit()
+    numbers = FloorNumbers()
 
     def insert() -> None:
         now = now_text()
-        conn.execute(INSERT, (ORG_ID, random_address(), LABEL, now, now))
+        if counter:
+            number = conn.execute(NEXT_NUMBER, (FLOOR_ORG_ID,)).fetchone()[0]
+        else:
+            number = numbers.next()
+        conn.execute(FLOOR_INSERT, (FLOOR_ORG_ID, number, random_address(), LABEL, now, now))
         conn.commit()
 
     return insert, conn.close
 
 
-def treasury_create(org: Organization, *, keyed: bool) -> Callable[[], None]:
+def treasury_create(org: OrganizationHandle, *, keyed: bool) -> Callable[[], None]:
     def create() -> None:
         org.recipients.create(
             address=random_address(),
@@ -131,10 +141,8 @@ def treasury_create(org: Organization, *, keyed: bool) -> Callable[[], None]:
 
 def bare_app(path: Path) -> tuple[Flask, Callable[[], None]]:
     """A Flask app with one endpoint: one insert+commit on a per-thread connection."""
-    setup = durable_connection(str(path))
-    setup.execute(RECIPIENTS_TABLE)
-    setup.commit()
-    setup.close()
+    create_floor_schema(str(path))
+    numbers = FloorNumbers()
     local = threading.local()
     connections: list[Any] = []
     lock = threading.Lock()
@@ -154,10 +162,11 @@ def bare_app(path: Path) -> tuple[Flask, Callable[[], None]]:
         body = request.get_json()
         now = now_text()
         conn = connection()
-        cursor = conn.execute(INSERT, (ORG_ID, body["address"], body["label"], now, now))
+        number = numbers.next()
+        conn.execute(FLOOR_INSERT, (FLOOR_ORG_ID, number, body["address"], body["label"], now, now))
         conn.commit()
         row = {
-            "id": cursor.lastrowid,
+            "id": number,
             "address": body["address"].lower(),
             "label": body["label"],
             "createdAt": now,
@@ -249,12 +258,15 @@ def live_sides(workdir: Path, client: httpx.Client) -> Iterator[tuple[list[Side]
         # in-process
         insert, close_raw = raw_insert(workdir / "raw.db")
         stack.callback(close_raw)
+        counted, close_counted = raw_insert(workdir / "raw-counter.db", counter=True)
+        stack.callback(close_counted)
         local = stack.enter_context(open_treasury(workdir / "treasury-inprocess.db"))
         org = local.for_organization(local.admin.create_organization("Bench").id)
         in_process = [
             Side("raw sqlite3 insert+commit", insert),
             Side("treasury create, idempotency key", treasury_create(org, keyed=True)),
             Side("treasury create, no key", treasury_create(org, keyed=False)),
+            Side("raw, number from MAX(number)+1", counted),
         ]
         # HTTP
         served = stack.enter_context(open_treasury(workdir / "treasury-http.db"))
@@ -295,7 +307,7 @@ class Profiled:
 
 def profile(workdir: Path, in_process: list[Side], args: argparse.Namespace) -> None:
     """Where treasury's time goes: cProfile, and the wall time of each SQL statement."""
-    for side in in_process[1:]:
+    for side in in_process[1:3]:
         profiler = cProfile.Profile()
         profiler.runcall(measure, side.operation, seconds=args.seconds, requests=args.requests)
         print_profile(f"in-process, {side.name}", profiler)
@@ -324,9 +336,10 @@ def profile(workdir: Path, in_process: list[Side], args: argparse.Namespace) -> 
         )
 
 
-def print_profile(title: str, profiler: cProfile.Profile, limit: int = 22) -> None:
+def print_profile(title: str, profiler: cProfile.Profile | pstats.Stats, limit: int = 22) -> None:
     """The functions with the most cumulative time, as a share of the profiled total."""
-    entries = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    stats = profiler if isinstance(profiler, pstats.Stats) else pstats.Stats(profiler)
+    entries = stats.stats  # type: ignore[attr-defined]
     rows = [
         (cumulative, own, calls, where(filename, line, function))
         for (filename, line, function), (_, calls, own, cumulative, _) in entries.items()
@@ -354,14 +367,35 @@ def where(filename: str, line: int, function: str) -> str:
     return f"{filename}:{line}:{function}"
 
 
+class TimedConnection:
+    """A stand-in for a ``sqlite3.Connection`` that times each ``execute`` (the first
+    step of a statement, which does all the work of the one-row statements here) and
+    passes everything else through."""
+
+    def __init__(self, inner: Any, record: Callable[[str, float], None]) -> None:
+        self.inner = inner
+        self._record = record
+
+    def execute(self, sql: str, *params: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self.inner.execute(sql, *params)
+        finally:
+            self._record(sql, time.perf_counter() - start)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 @contextmanager
 def sql_timer() -> Iterator[dict[str, list[float]]]:
-    """Time every statement treasury sends through sqlite-utils, by its first words.
+    """Time every statement treasury's SQLite storage runs, by its first words.
 
-    ``query`` (used for ``INSERT ... RETURNING`` and ``SELECT``) includes the savepoint
-    that sqlite-utils wraps around it.
+    The storage's thread connections are wrapped in `TimedConnection` as it hands them
+    out (`SQLiteStorage._db`, a private method, patched for the duration), so its own
+    ``BEGIN``/``COMMIT`` count as well as the statements sent through sqlite-utils.
     """
-    import sqlite_utils
+    from treasury.backends.storage.sqlite import SQLiteStorage
 
     spent: dict[str, list[float]] = {}
     begun = ["BEGIN"]  # what the open transaction began with (requests come one at a time)
@@ -376,28 +410,26 @@ def sql_timer() -> Iterator[dict[str, list[float]]]:
             return f"SELECT FROM {words[words.index('FROM') + 1]}"
         return " ".join(words[:3] if words[0] in ("INSERT", "DELETE") else words[:2])
 
-    originals = {name: getattr(sqlite_utils.Database, name) for name in ("execute", "query")}
+    def record(sql: str, seconds: float) -> None:
+        spent.setdefault(label(sql), []).append(seconds)
 
-    def timed(name: str) -> Callable[..., Any]:
-        original = originals[name]
+    original = SQLiteStorage._db
+    wrapped: list[Any] = []
 
-        def wrapper(db: Any, sql: str, *rest: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                result = original(db, sql, *rest, **kwargs)
-                return list(result) if name == "query" else result
-            finally:
-                spent.setdefault(label(sql), []).append(time.perf_counter() - start)
+    def timed_db(storage: SQLiteStorage) -> Any:
+        db = original(storage)
+        if not isinstance(db.conn, TimedConnection):
+            db.conn = TimedConnection(db.conn, record)
+            wrapped.append(db)
+        return db
 
-        return wrapper
-
-    for name in originals:
-        setattr(sqlite_utils.Database, name, timed(name))
+    SQLiteStorage._db = timed_db  # type: ignore[method-assign]
     try:
         yield spent
     finally:
-        for name, original in originals.items():
-            setattr(sqlite_utils.Database, name, original)
+        SQLiteStorage._db = original  # type: ignore[method-assign]
+        for db in wrapped:
+            db.conn = db.conn.inner
 
 
 def print_sql(title: str, spent: dict[str, list[float]], sample: Sample) -> None:
@@ -487,6 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     http_ratio = ratio(http[1], http[0])
     keyed_ratio = ratio(in_process[1], in_process[0])
     unkeyed_ratio = ratio(in_process[2], in_process[0])
+    counter_ratio = ratio(in_process[3], in_process[0])
     print()
     print(
         "Requests are sent one at a time by a single client (no concurrency): the figures"
@@ -496,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
         f"extra: in-process without idempotency key: {unkeyed_ratio:.2f} of raw;"
         f" the key costs {1 - keyed_ratio / unkeyed_ratio:.0%} of keyless throughput"
     )
+    print(f"extra: raw insert with its number from MAX(number)+1: {counter_ratio:.2f} of raw")
     print(f"ratio http: {http_ratio:.2f} (goal >= {GOAL}) {verdict(http_ratio, GOAL)}")
     print(f"ratio in-process: {keyed_ratio:.2f} (goal >= {GOAL}) {verdict(keyed_ratio, GOAL)}")
     return 0

@@ -6,25 +6,12 @@ import re
 import secrets
 from datetime import datetime
 
+from treasury.testing.statements import BANK_ACCOUNT
+
+__all__ = ["BANK_ACCOUNT"]  # the sample body of a bank account, one for the library and tests
+
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 ADDRESS = re.compile(r"^0x[0-9a-f]{40}$")
-
-BANK_ACCOUNT = {
-    "account_type": "us",
-    "currency": "usd",
-    "bank_name": "First Bank of Testing",
-    "business_name": "Acme Inc",
-    "account_owner_name": "Jane Doe",
-    "account_owner_type": "business",
-    "account": {"account_number": "000123456789", "routing_number": "021000021"},
-    "address": {
-        "street_line_1": "1 Main St",
-        "city": "New York",
-        "state": "NY",
-        "postal_code": "10001",
-        "country": "USA",
-    },
-}
 
 
 def address() -> str:
@@ -42,3 +29,40 @@ def is_timestamp(value: object) -> bool:
 
 def idem() -> dict[str, str]:
     return {"Idempotency-Key": secrets.token_hex(8)}
+
+
+def onramp(bank_account_id: str, to_address: str, amount: str = "100", **extra: object) -> dict:
+    """The body of an on-ramp: USD pushed by ACH from a bank account, USDC to an address."""
+    return {
+        "amount": amount,
+        "source": {"currency": "usd", "payment_rail": "ach_push",
+                   "external_account_id": bank_account_id},
+        "destination": {"currency": "usdc", "payment_rail": "ethereum", "to_address": to_address},
+        **extra,
+    }  # fmt: skip
+
+
+def offramp(from_address: str, bank_account_id: str, amount: str = "100", **extra: object) -> dict:
+    """The body of an off-ramp: a wallet's USDC paid out by ACH to a bank account."""
+    return {
+        "amount": amount,
+        "source": {"currency": "usdc", "payment_rail": "ethereum", "from_address": from_address},
+        "destination": {"currency": "usd", "payment_rail": "ach",
+                        "external_account_id": bank_account_id},
+        **extra,
+    }  # fmt: skip
+
+
+def swap(
+    pairing: str, from_address: str, to_address: str, amount: str = "100", **extra: object
+) -> dict:
+    """The body of a deposit (USDC -> c0) or a withdrawal (c0 -> USDC) from a wallet."""
+    currencies = ("usdc", "c0") if pairing == "deposit" else ("c0", "usdc")
+    return {
+        "amount": amount,
+        "source": {"currency": currencies[0], "payment_rail": "ethereum",
+                   "from_address": from_address},
+        "destination": {"currency": currencies[1], "payment_rail": "ethereum",
+                        "to_address": to_address},
+        **extra,
+    }  # fmt: skip

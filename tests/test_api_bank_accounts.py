@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from treasury.models.bank_accounts import aba_checksum_ok
+from treasury.bank_accounts.models import aba_checksum_ok
 
 from .helpers import BANK_ACCOUNT, is_timestamp
 

@@ -17,13 +17,12 @@ import pytest
 from eth_account import Account
 
 from treasury import Treasury
-from treasury._evm import Function
+from treasury.anvil import fund
 from treasury.backends.chain.base import Chain
-from treasury.devnet_node import fund
+from treasury.evm.abi import APPROVE, BALANCE_OF, Function
 from treasury.http import create_app
-from treasury.ops._abi import APPROVE, BALANCE_OF
-from treasury.ops.yields import project
 from treasury.testing.server import serve
+from treasury.yields import project
 
 from .conftest import MASTER_KEY, Tenant, make_tenant
 from .helpers import address, is_timestamp
@@ -67,12 +66,12 @@ class Env:
 
 
 @pytest.fixture(params=["devnet", "anvil"])
-def env(request, tmp_path) -> Iterator[Env]:
+def env(request, new_storage_url) -> Iterator[Env]:
     if request.param == "devnet":
         chains: dict[int, Any] = {CHAIN: "devnet://"}
     else:
         chains = {CHAIN: request.getfixturevalue("anvil_config")}
-    t = Treasury.open(f"sqlite:///{tmp_path / 'c.db'}", master_key=MASTER_KEY, chains=chains)
+    t = Treasury.open(new_storage_url("c.db"), master_key=MASTER_KEY, chains=chains)
     chain = t.chain(CHAIN)
     if request.param == "devnet":
         give = chain.faucet
@@ -219,7 +218,7 @@ def test_transaction_is_pending_then_confirmed_by_the_indexer(env: Env):
     assert pending["from"] == owner and pending["amount"] == "1000000"
 
     summary = env.t.run_once()
-    assert summary.transactions_confirmed == 1 and not summary.errors
+    assert summary["transactions_confirmed"] == 1 and not summary.errors
     done = env.client.get(f"/v1/{CHAIN}/transactions/{tx_hash}").json()
     assert done["status"] == "confirmed"
     rc = done["receipt"]
@@ -240,7 +239,7 @@ def test_transaction_is_pending_then_confirmed_by_the_indexer(env: Env):
     assert [(e["org_id"], e["type"], e["wallet_address"]) for e in events] == [
         (env.tenant.org.id, "transaction.confirmed", owner)
     ]
-    assert env.t.run_once().transactions_confirmed == 0  # nothing is indexed twice
+    assert env.t.run_once()["transactions_confirmed"] == 0  # nothing is indexed twice
 
 
 def test_a_reverted_transaction_is_failed(env: Env):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from treasury import Conflict, NotFound, ValidationError
-from treasury.ops.wallets import next_default_label
+from treasury.wallets.store import next_default_label
 
 from .helpers import ADDRESS, address, idem, is_timestamp
 
@@ -14,8 +14,8 @@ def test_create_wallet_answers_spec_fields(client):
     r = client.post("/v1/wallets", json={"label": "Operations"}, headers=idem())
     assert r.status_code == 201
     body = r.json()
-    assert set(body) == {"id", "address", "createdAt", "updatedAt", "label"}
-    assert isinstance(body["id"], int)
+    assert set(body) == {"id", "address", "createdAt", "updatedAt", "label", "type"}
+    assert isinstance(body["id"], int) and body["type"] == "managed"
     assert ADDRESS.match(body["address"])
     assert body["label"] == "Operations"
     assert is_timestamp(body["createdAt"]) and is_timestamp(body["updatedAt"])

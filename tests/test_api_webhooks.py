@@ -24,7 +24,8 @@ def test_create_list_delete(client):
     )
     assert r.status_code == 201
     hook = r.json()
-    assert set(hook) == {"id", "url", "events", "secret", "createdAt", "wallets"}
+    assert set(hook) == {"id", "url", "events", "secret", "createdAt", "wallets", "active"}
+    assert hook["active"] is True
     assert hook["secret"].startswith("whsec_")
     assert len(base64.b64decode(hook["secret"].removeprefix("whsec_"))) == 24
     assert hook["wallets"] == [wallet.lower()]
@@ -79,8 +80,8 @@ def test_bad_webhooks_are_400(client, body, field):
         "http://0.0.0.0/h",
     ],
 )
-def test_private_targets_are_refused_by_default(tmp_path, url):
-    t = Treasury.open(f"sqlite:///{tmp_path / 'p.db'}", master_key=MASTER_KEY)
+def test_private_targets_are_refused_by_default(new_storage_url, url):
+    t = Treasury.open(new_storage_url("p.db"), master_key=MASTER_KEY)
     org = make_tenant(t).org
     with pytest.raises(ValidationError) as refused:
         org.webhooks.create(url=url, events=["transaction.confirmed"])
@@ -89,8 +90,8 @@ def test_private_targets_are_refused_by_default(tmp_path, url):
     t.close()
 
 
-def test_public_ip_target_is_accepted_by_default(tmp_path):
-    t = Treasury.open(f"sqlite:///{tmp_path / 'p.db'}", master_key=MASTER_KEY)
+def test_public_ip_target_is_accepted_by_default(new_storage_url):
+    t = Treasury.open(new_storage_url("p.db"), master_key=MASTER_KEY)
     org = make_tenant(t).org
     hook = org.webhooks.create(url="https://93.184.216.34/hook", events=["transaction.failed"])
     assert hook.secret.startswith("whsec_")

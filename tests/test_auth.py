@@ -11,7 +11,7 @@ from treasury import AuthenticationError, Treasury
 from treasury.http import create_app
 from treasury.testing.server import serve
 
-from .conftest import MASTER_KEY
+from .conftest import MASTER_KEY, require_redis
 
 
 def get(base_url: str, key: str | None, path: str = "/v1/wallets") -> httpx.Response:
@@ -43,11 +43,9 @@ def test_revoked_key(treasury, base_url, tenant):
     assert r.status_code == 401 and r.json() == {"error": "Unauthorized"}
 
 
-def test_expired_key(base_url, tmp_path):
+def test_expired_key(base_url, new_storage_url):
     now = [datetime(2026, 1, 1, tzinfo=UTC)]
-    t = Treasury.open(
-        f"sqlite:///{tmp_path / 'clock.db'}", master_key=MASTER_KEY, clock=lambda: now[0]
-    )
+    t = Treasury.open(new_storage_url("clock.db"), master_key=MASTER_KEY, clock=lambda: now[0])
     org = t.admin.create_organization("Acme")
     key = t.admin.create_api_key(org.id, user_id="u", expires_at=now[0] + timedelta(hours=1))
     with serve(create_app(t)) as url:
@@ -74,10 +72,8 @@ def test_keys_are_stored_as_hashes_and_listed_without_secrets(treasury, tenant):
     assert tenant.secret not in row["secret_hash"] and len(row["secret_hash"]) == 64
 
 
-def test_rate_limit_is_per_key_with_retry_after(tmp_path):
-    t = Treasury.open(
-        f"sqlite:///{tmp_path / 'rl.db'}", master_key=MASTER_KEY, rate_limit="5/minute"
-    )
+def test_rate_limit_is_per_key_with_retry_after(new_storage_url):
+    t = Treasury.open(new_storage_url("rl.db"), master_key=MASTER_KEY, rate_limit="5/minute")
     org = t.admin.create_organization("Acme")
     first = t.admin.create_api_key(org.id, user_id="a").secret
     second = t.admin.create_api_key(org.id, user_id="b").secret
@@ -93,15 +89,10 @@ def test_rate_limit_is_per_key_with_retry_after(tmp_path):
     t.close()
 
 
-def test_rate_limit_counters_in_redis_are_shared_between_instances(tmp_path):
+def test_rate_limit_counters_in_redis_are_shared_between_instances(new_storage_url):
     """Two Treasury instances (as two processes would) share one Redis counter."""
-    redis = pytest.importorskip("redis")
-    try:
-        redis.Redis(host="127.0.0.1", port=6379, socket_connect_timeout=1).ping()
-    except redis.exceptions.ConnectionError:
-        pytest.skip("no Redis server on 127.0.0.1:6379")
-    db = f"sqlite:///{tmp_path / 'shared.db'}"
-    limit = {"rate_limit": "3/minute", "rate_limit_storage": "redis://127.0.0.1:6379/0"}
+    db = new_storage_url("shared.db")
+    limit = {"rate_limit": "3/minute", "rate_limit_storage": require_redis()}
     one = Treasury.open(db, master_key=MASTER_KEY, **limit)
     two = Treasury.open(db, master_key=MASTER_KEY, **limit)
     org = one.admin.create_organization("Acme")

@@ -10,12 +10,12 @@ import httpx
 import pytest
 
 from treasury import Treasury
-from treasury._evm import calldata
+from treasury.anvil import fund
 from treasury.backends.chain import ChainConfig
 from treasury.backends.chain._deploy import artifacts
 from treasury.backends.chain.devnet import DevnetChain
 from treasury.backends.chain.rpc import RpcChain
-from treasury.devnet_node import fund
+from treasury.evm.abi import BALANCE_OF, calldata
 
 from .conftest import MASTER_KEY, make_tenant
 from .helpers import address
@@ -48,7 +48,9 @@ def eth_calls(requests: list[httpx.Request]) -> int:
 
 
 @pytest.mark.parametrize(("extra", "expected_calls"), [(0, 1), (97, 1), (98, 2)])
-def test_on_anvil_up_to_100_tokens_is_one_eth_call(tmp_path, anvil_config, extra, expected_calls):
+def test_on_anvil_up_to_100_tokens_is_one_eth_call(
+    new_storage_url, anvil_config, extra, expected_calls
+):
     anvil = anvil_config
     from web3 import HTTPProvider, Web3
 
@@ -59,9 +61,7 @@ def test_on_anvil_up_to_100_tokens_is_one_eth_call(tmp_path, anvil_config, extra
     sent: list[httpx.Request] = []
     client = httpx.Client(event_hooks={"request": [sent.append]})
     chain = RpcChain(ChainConfig.parse(31337, {**anvil, "tokens": tokens}), client=client)
-    t = Treasury.open(
-        f"sqlite:///{tmp_path / 'b.db'}", master_key=MASTER_KEY, chains={31337: chain}
-    )
+    t = Treasury.open(new_storage_url("b.db"), master_key=MASTER_KEY, chains={31337: chain})
     org = make_tenant(t).org
     sent.clear()
     balances = org.balances.get(31337, holder)
@@ -88,17 +88,43 @@ class CountingDevnet(DevnetChain):
         return super().call(to, data)
 
 
-def test_on_the_devnet_100_tokens_is_one_eth_call(tmp_path):
+def test_on_the_devnet_100_tokens_is_one_eth_call(new_storage_url):
     chain = CountingDevnet()
     holder = address().lower()
     chain.tokens = [*chain.tokens, *deploy_tokens(chain.web3, 97, holder)]
-    t = Treasury.open(
-        f"sqlite:///{tmp_path / 'd.db'}", master_key=MASTER_KEY, chains={31337: chain}
-    )
+    t = Treasury.open(new_storage_url("d.db"), master_key=MASTER_KEY, chains={31337: chain})
     org = make_tenant(t).org
     chain.calls = 0
     balances = org.balances.get(31337, holder)
     assert chain.calls == 1
     assert balances.count == 100
     assert sum(int(item.raw) for item in balances.data) == sum(range(1, 98)) * 10**6
+    t.close()
+
+
+class RecordingDevnet(DevnetChain):
+    """The real devnet, keeping the sub-calls of each multicall that crosses the boundary."""
+
+    batches: list[list[bytes]]
+
+    def call(self, to: str, data: bytes) -> bytes:
+        from eth_abi.abi import decode
+
+        if to == self.addresses["multicall"]:
+            (calls,) = decode(["(address,bool,bytes)[]"], data[4:])
+            self.batches.append([bytes(payload[:4]) for _, _, payload in calls])
+        return super().call(to, data)
+
+
+def test_token_metadata_is_read_once_per_chain(new_storage_url):
+    chain = RecordingDevnet()
+    chain.batches = []
+    t = Treasury.open(new_storage_url("m.db"), master_key=MASTER_KEY, chains={31337: chain})
+    org = make_tenant(t).org
+    first = org.balances.get(31337, address())
+    second = org.balances.get(31337, address())
+    assert [item.symbol for item in second.data] == [item.symbol for item in first.data]
+    balance_of = BALANCE_OF.selector
+    assert len(chain.batches[0]) == 4 * 3  # balance, name, symbol, decimals of 3 tokens
+    assert chain.batches[1] == [balance_of] * 3  # then balances only
     t.close()

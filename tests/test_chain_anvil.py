@@ -13,9 +13,9 @@ import httpx
 import pytest
 from eth_account import Account
 
+from treasury.anvil import AnvilNode, deploy_contracts, fund, start_anvil
 from treasury.backends.chain import ChainConfig
 from treasury.backends.chain.rpc import BATCH_SIZE, RpcChain
-from treasury.devnet_node import AnvilNode, deploy_contracts, fund, start_anvil
 from treasury.errors import UpstreamError
 from treasury.testing.chain import ChainSuite, Fund, send
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 from treasury import AuthenticationError, Treasury
 from treasury.cli import main
 
-from .conftest import MASTER_KEY, require_anvil
+from .conftest import MASTER_KEY, on_postgres, require_anvil, sqlite_only
 
 
 @pytest.fixture(autouse=True)
@@ -29,12 +29,15 @@ def _no_outside_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh working directory, like a user's empty project folder.
+def cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, storage_url: str) -> Path:
+    """A fresh working directory, like a user's empty project folder (on a PostgreSQL
+    run, TREASURY_STORAGE names a fresh schema).
 
     (click 8.5 deprecates `CliRunner.isolated_filesystem`; chdir does the same.)
     """
     monkeypatch.chdir(tmp_path)
+    if on_postgres():
+        monkeypatch.setenv("TREASURY_STORAGE", storage_url)
     return tmp_path
 
 
@@ -49,7 +52,8 @@ def run_json(*args: str, **kw: Any) -> Any:
     return json.loads(run(*args, "--json", **kw).stdout)
 
 
-def open_db(storage: str = "sqlite:///treasury.db") -> Treasury:
+def open_db() -> Treasury:
+    storage = os.environ.get("TREASURY_STORAGE", "sqlite:///treasury.db")
     return Treasury.open(storage, master_key=MASTER_KEY)
 
 
@@ -63,6 +67,7 @@ def test_init_prints_a_secret_that_authenticates(cwd: Path) -> None:
         assert t.admin.get_organization(org.id).name == "Acme"
 
 
+@sqlite_only
 def test_zero_config_init_writes_the_master_key_beside_the_database(cwd: Path) -> None:
     result = run("init", "--json", master_key=None)
     secret = json.loads(result.stdout)["apiKey"]["secret"]
@@ -163,6 +168,7 @@ def test_expired_key_creation(cwd: Path) -> None:
     assert "ISO 8601" in bad.stderr
 
 
+@sqlite_only  # sqlite files named in TOML
 def test_toml_config_is_honoured(cwd: Path) -> None:
     (cwd / "treasury.toml").write_text(
         f'storage = "sqlite:///from-toml.db"\nmaster_key = "{"1" * 64}"\n'
@@ -189,10 +195,24 @@ def test_broken_config_is_an_error(cwd: Path) -> None:
     assert run("--config", "missing.toml", "orgs", "list", code=2).exit_code == 2
 
 
+def test_worker_refuses_the_in_process_devnet(cwd: Path) -> None:
+    refused = run("worker", "--once", code=1)
+    assert "in-process devnet" in refused.stderr and "treasury devnet" in refused.stderr
+    assert "Traceback" not in refused.output
+    assert "treasury devnet" in run("faucet", "0x" + "42" * 20, "1", "ETH", code=1).stderr
+
+
+def test_worker_once_exits_1_when_a_job_failed(cwd: Path) -> None:
+    (cwd / "treasury.toml").write_text('[chains.5]\nurl = "http://127.0.0.1:9"\n')
+    failed = run("worker", "--once", "--json", code=1)
+    assert "index_transactions: chain 5" in json.loads(failed.stdout)["errors"]
+
+
 def test_worker_once(cwd: Path) -> None:
+    (cwd / "treasury.toml").write_text("[chains]\n")  # no chain: nothing in-process
     summary = run_json("worker", "--once")
-    assert summary["idempotency_keys_purged"] == 0
-    assert "worker pass" in run("worker", "--once").stderr
+    assert summary["counts"]["idempotency_keys_purged"] == 0 and summary["errors"] == {}
+    assert "jobs pass: " in run("worker", "--once").stderr
 
 
 def _free_port() -> int:
@@ -202,6 +222,7 @@ def _free_port() -> int:
         return port
 
 
+@sqlite_only  # zero-config: a SQLite file and its key file
 def test_serve_answers_on_v1(cwd: Path) -> None:
     secret = run_json("init", master_key=None)["apiKey"]["secret"]  # zero-config, key file
     port = _free_port()
@@ -258,6 +279,7 @@ def test_serve_on_a_busy_port_fails_cleanly(cwd: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@sqlite_only  # zero-config: a SQLite file and its key file
 def test_devnet_runs_anvil_and_serve_uses_it(cwd: Path) -> None:
     """`treasury devnet` writes the chain into treasury.toml; `serve` then uses anvil."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TREASURY_")}
@@ -300,6 +322,14 @@ def test_devnet_runs_anvil_and_serve_uses_it(cwd: Path) -> None:
         assert r.status_code == 200, r.text
         items = {item["symbol"]: item for item in r.json()["data"]}
         assert items["USDC"]["token"] == chain["addresses"]["USDC"]
+
+        # the chain of `treasury devnet` can mint: the faucet works from the shell
+        funded = run_json("faucet", holder, "250.5", "usdc", master_key=None)
+        assert funded["token"] == "USDC" and funded["transactionHash"].startswith("0x")
+        r = httpx.get(f"{base}/31337/balances/{holder}", headers={"x-api-key": secret})
+        assert {i["symbol"]: i["raw"] for i in r.json()["data"]}["USDC"] == "250500000"
+        assert run_json("worker", "--once", master_key=None)["errors"] == {}  # a shared chain
+        assert "minter_key" not in (cwd / "devnet.log").read_text()
     finally:
         for proc in (serve, devnet):
             if proc is not None:

@@ -127,11 +127,9 @@ def test_the_same_key_in_another_organization_is_independent(treasury, tenant):
         other.org.wallets.create(label="Other body", idempotency_key="same")
 
 
-def test_keys_expire_after_24_hours(tmp_path):
+def test_keys_expire_after_24_hours(new_storage_url):
     now = [datetime(2026, 3, 1, tzinfo=UTC)]
-    t = Treasury.open(
-        f"sqlite:///{tmp_path / 'ttl.db'}", master_key=MASTER_KEY, clock=lambda: now[0]
-    )
+    t = Treasury.open(new_storage_url("ttl.db"), master_key=MASTER_KEY, clock=lambda: now[0])
     org = make_tenant(t).org
     first = org.wallets.create(label="Day 1", idempotency_key="daily")
     now[0] += timedelta(hours=23, minutes=59)
@@ -140,7 +138,7 @@ def test_keys_expire_after_24_hours(tmp_path):
     fresh = org.wallets.create(label="Day 2", idempotency_key="daily")
     assert not fresh.replayed and fresh.address != first.address
     now[0] += timedelta(hours=25)
-    assert t.run_once().idempotency_keys_purged == 1
+    assert t.run_once()["idempotency_keys_purged"] == 1
     t.close()
 
 
@@ -184,9 +182,9 @@ class FlakyCustody:
         return Flaky()
 
 
-def test_upstream_failures_are_not_stored_so_a_retry_runs(tmp_path):
+def test_upstream_failures_are_not_stored_so_a_retry_runs(new_storage_url):
     t = Treasury.open(
-        f"sqlite:///{tmp_path / 'f.db'}", master_key=MASTER_KEY, custody=FlakyCustody(failures=1)
+        new_storage_url("f.db"), master_key=MASTER_KEY, custody=FlakyCustody(failures=1)
     )
     org = make_tenant(t).org
     from treasury import UpstreamError
@@ -197,3 +195,26 @@ def test_upstream_failures_are_not_stored_so_a_retry_runs(tmp_path):
     wallet = org.wallets.create(label="Retry me", idempotency_key="k")
     assert not wallet.replayed and org.wallets.list().data == [wallet]
     t.close()
+
+
+def test_replay_under_another_prefix_in_a_host_app(treasury, tenant, base_url):
+    from flask import Flask
+
+    from treasury.http import create_blueprint
+    from treasury.testing.server import serve
+
+    host = Flask("host")
+    host.register_blueprint(create_blueprint(treasury, url_prefix="/api/treasury/v1"))
+    headers = {"x-api-key": tenant.secret, "Idempotency-Key": "mounted"}
+    with serve(host) as url, httpx.Client(base_url=url, headers=headers) as c:
+        first = c.post("/api/treasury/v1/wallets", json={"label": "Mounted"})
+        again = c.post("/api/treasury/v1/wallets", json={"label": "Mounted"})
+        other = c.post("/api/treasury/v1/wallets", json={"label": "Another"})
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json() and again.headers["Idempotent-Replayed"] == "true"
+    assert other.status_code == 422
+    # the fingerprint names the operation, not the path: the /v1 app replays it too
+    with httpx.Client(base_url=base_url, headers=headers) as c:
+        direct = c.post("/v1/wallets", json={"label": "Mounted"})
+    assert direct.status_code == 201 and direct.json() == first.json()
+    assert tenant.org.wallets.list().count == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from treasury import Conflict, NotFound, Treasury
 
-from .conftest import MASTER_KEY, make_tenant
+from .conftest import MASTER_KEY, fresh_storage, make_tenant
 from .helpers import BANK_ACCOUNT
 
 orgs = st.sampled_from([0, 1])
@@ -27,9 +28,10 @@ class TwoOrganizations(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.dir = tempfile.TemporaryDirectory()
+        self.stack = ExitStack()  # a store for each example
+        folder = Path(self.stack.enter_context(tempfile.TemporaryDirectory()))
         self.t = Treasury.open(
-            f"sqlite:///{Path(self.dir.name) / 't.db'}",
+            self.stack.enter_context(fresh_storage(folder / "t.db")),
             master_key=MASTER_KEY,
             allow_private_webhook_urls=True,
         )
@@ -41,7 +43,7 @@ class TwoOrganizations(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         self.t.close()
-        self.dir.cleanup()
+        self.stack.close()
 
     @rule(who=orgs, label=labels, key=st.sampled_from(["k1", "k2", None]))
     def create_wallet(self, who, label, key):
@@ -98,7 +100,7 @@ class TwoOrganizations(RuleBasedStateMachine):
     def delete_someones_webhook(self, who, data):
         owner = data.draw(st.sampled_from([i for i in (0, 1) if self.webhooks[i]]))
         hook = data.draw(st.sampled_from(sorted(self.webhooks[owner])))
-        if owner == who:
+        if hook in self.webhooks[who]:  # ids are numbered per organization
             self.orgs[who].webhooks.delete(hook)
             self.webhooks[who].discard(hook)
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from treasury import Settings, Treasury, UpstreamError, ValidationError
-from treasury._evm import Function
+from treasury.evm.abi import Function
 
 from .conftest import MASTER_KEY, make_tenant
 from .helpers import address, idem
@@ -13,10 +13,10 @@ from .helpers import address, idem
 TRANSFER = Function("transfer(address,uint256)", ("bool",))
 
 
-def test_a_managed_wallet_keeps_sending_after_the_chain_restarts(tmp_path):
+def test_a_managed_wallet_keeps_sending_after_the_chain_restarts(new_storage_url):
     """The devnet forgets everything on restart; nonces come from the chain, not a stored
     counter, so the wallet is not stranded."""
-    db = f"sqlite:///{tmp_path / 'n.db'}"
+    db = new_storage_url("n.db")
     for run in range(2):
         t = Treasury.open(db, master_key=MASTER_KEY, chains={31337: "devnet://"})
         org = t.for_organization(t.admin.list_organizations()[0].id) if run else make_tenant(t).org
@@ -54,8 +54,8 @@ def test_numbers_beyond_64_bits_or_uint256_are_400(client, tenant):
     assert r.status_code == 400 and r.json()["details"]["fields"][0]["field"] == "amount"
 
 
-def test_a_chain_without_multicall_is_502(tmp_path):
-    t = Treasury.open(f"sqlite:///{tmp_path / 'm.db'}", master_key=MASTER_KEY)
+def test_a_chain_without_multicall_is_502(new_storage_url):
+    t = Treasury.open(new_storage_url("m.db"), master_key=MASTER_KEY)
     dev = t.chain(31337)
     dev.addresses["multicall"] = "0x" + "12" * 20  # no contract there
     org = make_tenant(t).org
@@ -64,12 +64,12 @@ def test_a_chain_without_multicall_is_502(tmp_path):
     t.close()
 
 
-def test_a_broken_chain_does_not_stop_indexing_the_others(tmp_path):
+def test_a_broken_chain_does_not_stop_indexing_the_others(new_storage_url):
     chains = {31337: "devnet://", 5: {"url": "http://127.0.0.1:9", "addresses": {}}}
-    t = Treasury.open(f"sqlite:///{tmp_path / 'b.db'}", master_key=MASTER_KEY, chains=chains)
+    t = Treasury.open(new_storage_url("b.db"), master_key=MASTER_KEY, chains=chains)
     summary = t.run_once()
-    assert set(summary.errors) == {"chain 5"}
-    assert "addresses" in summary.errors["chain 5"]
+    assert set(summary.errors) == {"index_transactions: chain 5"}
+    assert "addresses" in summary.errors["index_transactions: chain 5"]
     t.close()
 
 

@@ -6,9 +6,11 @@ import copy
 import os
 import stat
 
+import pytest
+
 from treasury import Treasury
 
-from .conftest import make_tenant
+from .conftest import make_tenant, sqlite_only
 from .helpers import BANK_ACCOUNT
 
 
@@ -23,6 +25,7 @@ def all_bytes(db_path) -> bytes:
     return data
 
 
+@sqlite_only  # reads the file
 def test_no_account_number_private_key_or_api_secret_in_the_file(treasury, tenant, db_path):
     account_numbers = ["987654321012", "55550000111"]
     for number in account_numbers:
@@ -53,6 +56,7 @@ def test_no_account_number_private_key_or_api_secret_in_the_file(treasury, tenan
     assert hook.secret.removeprefix("whsec_").encode() not in data
 
 
+@sqlite_only  # the key file beside the database
 def test_zero_config_master_key_file_is_private_and_reused(tmp_path, monkeypatch):
     monkeypatch.delenv("TREASURY_MASTER_KEY", raising=False)
     db = tmp_path / "zero.db"
@@ -66,3 +70,35 @@ def test_zero_config_master_key_file_is_private_and_reused(tmp_path, monkeypatch
     rows = again.for_api_key(tenant.secret).bank_accounts.list().data
     assert [r.routing_number for r in rows] == [account.routing_number]
     again.close()
+
+
+def test_another_master_key_is_a_clear_error_not_a_crypto_exception(storage_url, treasury, tenant):
+    from treasury import TreasuryError
+
+    tenant.org.bank_accounts.create(BANK_ACCOUNT)
+    wallet = tenant.org.wallets.create(label="Hot")
+    treasury.close()
+    other = Treasury.open(storage_url, master_key="1" * 64)
+    org = other.for_api_key(tenant.secret)
+    with pytest.raises(TreasuryError, match="master key is not the one"):
+        org.bank_accounts.list()
+    other.chain(31337).faucet(wallet.address, "ETH", "1")  # it can pay for gas
+    with pytest.raises(TreasuryError, match="master key is not the one"):
+        org.wallets.send_transaction(31337, wallet.address, to=wallet.address)
+    other.close()
+
+
+@sqlite_only  # reads the file
+def test_replayed_outcomes_are_sealed_too(treasury, tenant, db_path):
+    """A replay body may hold a secret shown once (a webhook's): outcomes are encrypted."""
+    hook = tenant.org.webhooks.create(
+        url="http://127.0.0.1:1/h", events=["transaction.failed"], idempotency_key="hook"
+    )
+    replay = tenant.org.webhooks.create(
+        url="http://127.0.0.1:1/h", events=["transaction.failed"], idempotency_key="hook"
+    )
+    assert replay.replayed and replay.secret == hook.secret
+    tenant.org.bank_accounts.create(BANK_ACCOUNT, idempotency_key="bank")
+    data = all_bytes(db_path)
+    assert hook.secret.removeprefix("whsec_").encode() not in data
+    assert b"021000021" not in data

@@ -13,6 +13,8 @@ import pytest
 from treasury.backends.storage.sqlite import SQLiteStorage
 from treasury.testing.storage import StorageSuite
 
+pytestmark = pytest.mark.sqlite_only  # the SQLite backend itself
+
 
 class TestSQLiteFile(StorageSuite):
     @pytest.fixture

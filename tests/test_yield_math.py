@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from treasury.money import to_raw
-from treasury.ops.yields import project
+from treasury.yields import project
 
 
 def reference(earning: int, bps: int) -> tuple[Decimal, int, int, int]:

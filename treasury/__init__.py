@@ -5,7 +5,8 @@
 >>> org = t.admin.create_organization("Acme")
 """
 
-from ._service import Organization, RunSummary, Treasury
+from ._infra.jobs import RunSummary
+from ._treasury import OrganizationHandle, Treasury
 from .config import Settings
 from .errors import (
     AuthenticationError,
@@ -27,7 +28,7 @@ __all__ = [
     "IdempotencyInFlight",
     "IdempotencyKeyReused",
     "NotFound",
-    "Organization",
+    "OrganizationHandle",
     "RateLimited",
     "RunSummary",
     "Settings",

@@ -11,6 +11,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +26,16 @@ def _default_chains() -> dict[int, str]:
 class Settings:
     storage: str = "sqlite:///treasury.db"
     chains: dict[int, Any] = field(default_factory=_default_chains)
+    primary_chain: int | None = None  # the chain of the `ethereum` rail; default the lowest
     fiat: str = "sandbox://"
     custody: str = "local://"
     master_key: str | None = field(default=None, repr=False)  # never in logs
     allow_private_webhook_urls: bool = False
-    rate_limit: str = "100/10 seconds"
+    rate_limit: str = "100/60 seconds"  # per API key
+    anonymous_rate_limit: str = "100/60 seconds"  # per client address, without a valid key
     rate_limit_storage: str = "memory://"
     max_body_bytes: int = 256 * 1024
+    sweep_minimum: str = "1.00"  # virtual wallets sweep USDC/USDT above this into c0
 
     @classmethod
     def load(
@@ -59,8 +63,10 @@ class Settings:
                 value = _parse_chains(value)
             elif name == "allow_private_webhook_urls":
                 value = _parse_bool(value)
-            elif name == "max_body_bytes":
+            elif name in ("max_body_bytes", "primary_chain"):
                 value = int(value)
+            elif name == "sweep_minimum":
+                value = str(Decimal(str(value)))
             cleaned[name] = value
         return replace(self, **cleaned)
 

@@ -1,4 +1,4 @@
-"""The optional HTTP front end (``pip install 'treasury[http]'``): Flask, mounted at /v1."""
+"""The optional HTTP front end (the ``http`` extra of ``treasury-api``): Flask, at /v1."""
 
 from ._blueprint import create_app, create_blueprint
 

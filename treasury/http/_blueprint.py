@@ -1,28 +1,32 @@
-"""The Flask blueprint: authentication, body limits and JSON in, the core, JSON out."""
+"""The Flask blueprint, generated from the table of operations (`treasury.operations`).
+
+Each operation becomes one route: authenticate (unless public), read the JSON body,
+`invoke` the core, answer with the operation's status. Every way out of a view is a
+JSON response (`error_response`), and so is every path under the prefix that no
+operation serves (404, or 405 with ``Allow``), also when mounted in a host app.
+"""
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from flask.blueprints import BlueprintSetupState
+from werkzeug.exceptions import HTTPException
+from werkzeug.routing import BaseConverter
 
-from .._service import Organization, Treasury
-from ..errors import (
-    MethodNotAllowed,
-    NotFound,
-    PayloadTooLarge,
-    TreasuryError,
-    UnsupportedMediaType,
-    ValidationError,
-)
-from ._errors import error_response, json_response, unexpected_response
-from ._routes import ROUTES, Call, Route
+from .._treasury import Treasury
+from ..errors import MethodNotAllowed, NotFound
+from ..operations import IDEMPOTENCY_HEADER, OPERATIONS, Operation, invoke, is_integer
+from ._body import json_body
+from ._errors import error_response
 
 _CATCH_ALL = "not_found"
+_ANYTHING = "treasury_anything"
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+_PARAM = re.compile(r"\{(\w+)\}")
 
 
 def create_blueprint(
@@ -30,30 +34,62 @@ def create_blueprint(
 ) -> Blueprint:
     """Mount the /v1 API of `treasury` in any Flask app."""
     blueprint = Blueprint(name, __name__, url_prefix=url_prefix)
-    for route in ROUTES:
+    blueprint.record_once(_add_converter)
+    for operation in OPERATIONS:
         blueprint.add_url_rule(
-            route.path, route.name, _view(treasury, route), methods=[route.method]
+            flask_rule(operation),
+            endpoint(operation),
+            _guarded(_view(treasury, operation)),
+            methods=[operation.method],
+            merge_slashes=False,  # never a redirect: /v1//wallets is a 404
         )
     not_found = _guarded(_not_found(name))
-    blueprint.add_url_rule("/", _CATCH_ALL, not_found, methods=_METHODS, strict_slashes=False)
-    blueprint.add_url_rule("/<path:rest>", _CATCH_ALL, not_found, methods=_METHODS)
+    for rule in ("/", f"/<{_ANYTHING}:rest>"):
+        blueprint.add_url_rule(
+            rule, _CATCH_ALL, not_found, methods=_METHODS, strict_slashes=False, merge_slashes=False
+        )
     return blueprint
 
 
-def create_app(treasury: Treasury) -> Flask:
-    """A standalone app serving the API under /v1; every error is the JSON error body."""
+def create_app(treasury: Treasury | None = None) -> Flask:
+    """A standalone app serving the API under /v1; every error is the JSON error body.
+
+    Without a treasury it opens one from the ``TREASURY_*`` variables: the factory a
+    multi-process server calls in each process (``gunicorn 'treasury.http:create_app()'``).
+    """
+    if treasury is None:
+        treasury = Treasury.open()
     app = Flask("treasury")
     app.register_blueprint(create_blueprint(treasury))
-
-    @app.errorhandler(HTTPException)
-    def _http_error(error: HTTPException) -> Response:
-        return error_response(_from_http(error))
-
-    @app.errorhandler(Exception)
-    def _crash(error: Exception) -> Response:
-        return unexpected_response(error)
-
+    app.register_error_handler(Exception, error_response)
     return app
+
+
+class _Anything(BaseConverter):
+    """Any rest of a path, empty segments and slashes included (the catch-all's)."""
+
+    regex = ".*"
+    part_isolating = False
+
+
+def _add_converter(state: BlueprintSetupState) -> None:
+    state.app.url_map.converters.setdefault(_ANYTHING, _Anything)
+
+
+def flask_rule(operation: Operation) -> str:
+    """The operation's path as a Flask rule: ``{chain_id}`` becomes ``<int:chain_id>``."""
+
+    def rule(match: re.Match[str]) -> str:
+        name = match.group(1)
+        converter = "int:" if is_integer(operation.path_params[name]) else ""
+        return f"<{converter}{name}>"
+
+    return _PARAM.sub(rule, operation.path)
+
+
+def endpoint(operation: Operation) -> str:
+    """The Flask endpoint of an operation (Flask forbids dots in endpoint names)."""
+    return operation.name.replace(".", "_")
 
 
 def _guarded(view: Callable[..., Response]) -> Callable[..., Response]:
@@ -62,66 +98,50 @@ def _guarded(view: Callable[..., Response]) -> Callable[..., Response]:
     def guarded(**params: Any) -> Response:
         try:
             return view(**params)
-        except TreasuryError as error:
-            if error.status == 500:  # a fault of ours, however it was raised
-                return unexpected_response(error)
-            return error_response(error)
-        except HTTPException as error:
-            return error_response(_from_http(error))
-        except Exception as error:
-            return unexpected_response(error)
+        except Exception as raised:
+            return error_response(raised)
 
     guarded.__name__ = view.__name__
     return guarded
 
 
-def _view(treasury: Treasury, route: Route) -> Callable[..., Response]:
+def _view(treasury: Treasury, operation: Operation) -> Callable[..., Response]:
     max_body = treasury.settings.max_body_bytes
 
     def view(**params: Any) -> Response:
-        org: Organization | None = None
-        if not route.public:
-            org = treasury.authenticate(request.headers.get("x-api-key"))
-        body = _json_body(max_body) if route.method in ("POST", "PUT", "PATCH") else None
-        call = Call(body, request.args.to_dict(), params, request.headers)
-        status, result = route.handler(org, call)  # type: ignore[arg-type]
+        if operation.public:
+            return _answer(operation, treasury, params)
+        org = treasury.authenticate(request.headers.get("x-api-key"), client=_client())
+        try:
+            response = _answer(operation, org, params)
+        except Exception as raised:
+            response = error_response(raised)
+        if org.quota is not None:  # every answer to an authenticated request says it
+            response.headers.update(org.quota.headers)
+        return response
+
+    def _answer(operation: Operation, root: Any, params: dict[str, Any]) -> Response:
+        key = request.headers.get(IDEMPOTENCY_HEADER)
+        result = invoke(
+            operation,
+            root,
+            path=params,
+            query=request.args.to_dict(),
+            body=json_body(max_body) if operation.body is not None else None,
+            headers={IDEMPOTENCY_HEADER: key} if key is not None else {},
+        )
         headers = {"Idempotent-Replayed": "true"} if result.replayed else None
-        return json_response(status, result.to_json(), headers)
+        body = result.model_dump_json()  # pydantic's serializer: no dict in between
+        return Response(body, operation.status, headers, mimetype="application/json")
 
-    view.__name__ = route.name
-    return _guarded(view)
-
-
-def _json_body(max_bytes: int) -> Any:
-    """The parsed JSON body; {} when empty. 413 over the limit, 415 if not JSON."""
-    if request.content_length is not None and request.content_length > max_bytes:
-        raise PayloadTooLarge(f"Request body exceeds {max_bytes} bytes")
-    raw = _read_at_most(max_bytes)
-    if not raw.strip():
-        return {}
-    if request.mimetype != "application/json":
-        raise UnsupportedMediaType()
-    try:
-        body = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValidationError(
-            "Malformed JSON",
-            {"fields": [{"location": "body", "field": "", "message": str(error)}]},
-        ) from None
-    if not isinstance(body, dict):
-        raise ValidationError.field("body", "", "must be a JSON object")
-    return body
+    view.__name__ = endpoint(operation)
+    return view
 
 
-def _read_at_most(max_bytes: int) -> bytes:
-    """The body, read in chunks (chunked uploads have no length), or 413 past the limit."""
-    parts, size = [], 0
-    while chunk := request.stream.read(64 * 1024):
-        size += len(chunk)
-        if size > max_bytes:
-            raise PayloadTooLarge(f"Request body exceeds {max_bytes} bytes")
-        parts.append(chunk)
-    return b"".join(parts)
+def _client() -> str:
+    """The client's address, as the WSGI server saw it (behind a reverse proxy, wrap the
+    app in werkzeug's ProxyFix so that this is the forwarded address)."""
+    return request.remote_addr or "unknown"
 
 
 def _not_found(blueprint_name: str) -> Callable[..., Response]:
@@ -132,23 +152,13 @@ def _not_found(blueprint_name: str) -> Callable[..., Response]:
         allowed = []
         for method in _METHODS:
             try:
-                endpoint, _args = adapter.match(method=method)
+                found, _args = adapter.match(method=method)
             except HTTPException:
                 continue
-            if endpoint != f"{blueprint_name}.{_CATCH_ALL}":
+            if found != f"{blueprint_name}.{_CATCH_ALL}":
                 allowed.append(method)
         if allowed:
-            error = MethodNotAllowed()
-            error.allow = allowed  # type: ignore[attr-defined]
-            raise error
+            raise MethodNotAllowed(allowed)
         raise NotFound("No such endpoint")
 
     return not_found
-
-
-def _from_http(error: HTTPException) -> TreasuryError:
-    if isinstance(error, RequestEntityTooLarge):
-        return PayloadTooLarge()
-    translated = TreasuryError(error.description or error.name)
-    translated.status = error.code or 500  # type: ignore[misc]
-    return translated

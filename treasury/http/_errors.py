@@ -1,4 +1,4 @@
-"""The one place where errors become HTTP responses."""
+"""The one place where anything raised becomes an HTTP response."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import uuid
 from typing import Any
 
 from flask import Response
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from ..errors import TreasuryError
+from ..errors import PayloadTooLarge, TreasuryError
 
 log = logging.getLogger("treasury.http")
 
@@ -18,23 +19,26 @@ def json_response(status: int, body: Any, headers: dict[str, str] | None = None)
     return Response(json.dumps(body), status=status, headers=headers, mimetype="application/json")
 
 
-def error_response(error: TreasuryError) -> Response:
-    headers: dict[str, str] = {}
-    retry_after = getattr(error, "retry_after", None)
-    if retry_after is not None:
-        headers["Retry-After"] = str(retry_after)
-    if error.replayed:
-        headers["Idempotent-Replayed"] = "true"
-    allow = getattr(error, "allow", None)
-    if allow:
-        headers["Allow"] = ", ".join(allow)
-    return json_response(error.status, error.to_body(), headers)
+def error_response(raised: BaseException) -> Response:
+    """The specification's JSON error body for anything raised while serving /v1:
+    a `TreasuryError` with its status and headers, a framework error with its status,
+    and anything else (ours to fix) a 500 with a request id and never a stack trace."""
+    error = _as_treasury_error(raised)
+    if error.status == 500:  # a fault of ours, however it was raised
+        request_id = uuid.uuid4().hex
+        log.error("unexpected error, request id %s", request_id, exc_info=raised)
+        body = {"error": "Internal server error", "details": {"requestId": request_id}}
+        return json_response(500, body)
+    return json_response(error.status, error.to_body(), error.headers)
 
 
-def unexpected_response(exc: BaseException) -> Response:
-    """A 500 with a request id to quote, and never a stack trace in the body."""
-    request_id = uuid.uuid4().hex
-    log.error("unexpected error, request id %s", request_id, exc_info=exc)
-    return json_response(
-        500, {"error": "Internal server error", "details": {"requestId": request_id}}
-    )
+def _as_treasury_error(raised: BaseException) -> TreasuryError:
+    if isinstance(raised, TreasuryError):
+        return raised
+    if isinstance(raised, RequestEntityTooLarge):
+        return PayloadTooLarge()
+    if isinstance(raised, HTTPException):
+        error = TreasuryError(raised.description or raised.name)
+        error.status = raised.code or 500  # type: ignore[misc]
+        return error
+    return TreasuryError()

@@ -1,7 +1,7 @@
 """The chain conformance suite: what every `Chain` backend must get right.
 
 Subclass `ChainSuite` and provide two fixtures: ``chain``, a `Chain` with our contracts
-deployed (`treasury.devnet_node.deploy_contracts` does that on any node), and ``fund``,
+deployed (`treasury.anvil.deploy_contracts` does that on any node), and ``fund``,
 a callable ``fund(address, symbol, amount)`` that gives an account whole units of
 ``"USDC"``, ``"USDT"``, ``"c0"`` or ``"ETH"`` on that chain::
 
@@ -37,9 +37,9 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from eth_utils.address import to_checksum_address
 
-from treasury._evm import calldata
 from treasury.backends.chain import ADDRESS_KEYS, Chain, Receipt, Reverted
 from treasury.errors import UpstreamError
+from treasury.evm.abi import calldata
 
 Fund = Callable[[str, str, str], Any]
 

@@ -1,12 +1,58 @@
-"""Which URLs a webhook may target: http(s) to public addresses, names resolved."""
+"""Which URLs a webhook may target: http(s) to public addresses, names resolved.
+
+An address is public when it is globally reachable and not multicast, and so is every
+IPv4 address it carries. IPv6 has several forms that carry an IPv4 address, and a
+connection to one of them can end up at that IPv4 address (through the kernel, a NAT64
+gateway or a tunnel relay); `ipaddress` judges some of them global whatever they carry
+(`::127.0.0.1`, `64:ff9b::a9fe:a9fe` = 169.254.169.254, `2002:7f00:1::` = 127.0.0.1), so
+`embedded_ipv4` looks through them all and `is_public` judges the carried addresses too.
+Also refused: IPv6 site-local (`fec0::/10`), the local-use NAT64 prefix (`64:ff9b:1::/48`,
+not globally reachable per IANA though older Pythons call it global) and unallocated
+("reserved") IPv6 space that carries no IPv4 address.
+
+`check_target` runs at registration; delivery resolves the host again, keeps only
+addresses for which `is_public` holds and connects to one of those (no DNS rebinding).
+"""
 
 from __future__ import annotations
 
-import ipaddress
 import socket
-from urllib.parse import urlsplit
+from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv6Address, IPv6Network, ip_address
+from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ValidationError
+
+_COMPATIBLE = IPv6Network("::/96")  # IPv4-compatible ::a.b.c.d (deprecated, RFC 4291)
+_NAT64 = IPv6Network("64:ff9b::/96")  # well-known NAT64 prefix (RFC 6052)
+_LOCAL_NAT64 = IPv6Network("64:ff9b:1::/48")  # local-use NAT64 prefix (RFC 8215)
+
+
+def embedded_ipv4(address: IPv4Address | IPv6Address) -> list[IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries: IPv4-mapped `::ffff:a.b.c.d`,
+    IPv4-compatible `::a.b.c.d`, NAT64 (`64:ff9b::/96`, and the last 32 bits within the
+    local-use `64:ff9b:1::/48`), 6to4 (`2002::/16`) and Teredo (`2001::/32`: server and
+    client). Empty for an IPv4 address or an IPv6 address of no such form."""
+    if isinstance(address, IPv4Address):
+        return []
+    found = [] if address.ipv4_mapped is None else [address.ipv4_mapped]
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)
+    if any(address in prefix for prefix in (_COMPATIBLE, _NAT64, _LOCAL_NAT64)):
+        found.append(IPv4Address(int(address) & 0xFFFFFFFF))
+    return found
+
+
+def is_public(address: IPv4Address | IPv6Address) -> bool:
+    """Whether a webhook may connect to this (already resolved) address."""
+    embedded = embedded_ipv4(address)
+    if isinstance(address, IPv6Address) and (
+        address.is_site_local or address in _LOCAL_NAT64 or (address.is_reserved and not embedded)
+    ):
+        return False
+    return all(ip.is_global and not ip.is_multicast for ip in (address, *embedded))
 
 
 def _refuse(message: str) -> ValidationError:
@@ -16,9 +62,9 @@ def _refuse(message: str) -> ValidationError:
 def check_target(url: str, *, allow_private: bool) -> None:
     """Raise a 400 unless `url` is http(s) and every address its host resolves to is public.
 
-    Private, loopback, link-local, multicast, reserved and unspecified addresses are
-    refused, unless `allow_private` (tests, local development). Called at registration;
-    delivery must call it again before each attempt, since DNS answers change.
+    Non-public addresses (see `is_public`) are refused unless `allow_private` (tests, local
+    development). Called at registration; delivery checks again (`pin`) before each
+    attempt, since DNS answers change.
     """
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
@@ -34,10 +80,57 @@ def check_target(url: str, *, allow_private: bool) -> None:
     if allow_private:
         return
     try:
-        infos = socket.getaddrinfo(parts.hostname, port or 443, proto=socket.IPPROTO_TCP)
-    except (socket.gaierror, UnicodeError):
+        addresses = resolve(parts.hostname, port or 443)
+    except OSError:
         raise _refuse("host does not resolve") from None
-    for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
-        if not address.is_global or address.is_multicast:
-            raise _refuse(f"resolves to a non-public address ({address})")
+    for address in addresses:
+        if not is_public(address):
+            raise _refuse(f"resolves to a non-public address ({_shown(address)})")
+
+
+def resolve(host: str, port: int) -> list[IPv4Address | IPv6Address]:
+    """Every address `host` resolves to (`OSError` when it does not)."""
+    try:
+        infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
+    except UnicodeError as error:
+        raise OSError(str(error)) from None
+    return list(dict.fromkeys(ip_address(str(info[4][0]).split("%")[0]) for info in infos))
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """Where one delivery connects: the checked address in the URL, the name in `host`
+    (the Host header) and `sni` (the TLS server name, None for plain http)."""
+
+    url: str
+    host: str
+    sni: str | None
+
+
+class TargetRefused(Exception):
+    """A target that must not be contacted now (it resolves to a non-public address)."""
+
+
+def pin(url: str, *, allow_private: bool) -> Pinned:
+    """Resolve the target again and pin the connection to an address checked now, so a
+    DNS answer that changed since registration (rebinding) cannot reach a private one."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    default = 443 if parts.scheme == "https" else 80
+    port = parts.port or default
+    authority = parts.netloc.rsplit("@", 1)[-1]
+    if allow_private:
+        return Pinned(url, authority, host if parts.scheme == "https" else None)
+    addresses = resolve(host, port)
+    refused = [a for a in addresses if not is_public(a)]
+    if refused or not addresses:
+        shown = ", ".join(_shown(a) for a in refused) or "nothing"
+        raise TargetRefused(f"{host} resolves to a non-public address ({shown})")
+    literal = f"[{addresses[0]}]" if addresses[0].version == 6 else str(addresses[0])
+    pinned = parts._replace(netloc=f"{literal}:{port}")
+    return Pinned(urlunsplit(pinned), authority, host if parts.scheme == "https" else None)
+
+
+def _shown(address: IPv4Address | IPv6Address) -> str:
+    carried = "".join(f", carrying {ip}" for ip in embedded_ipv4(address))
+    return f"{address}{carried}"

@@ -17,7 +17,7 @@ from typing import Any
 from eth_abi.abi import encode
 from eth_utils.address import to_checksum_address
 
-from ..._evm import calldata, contract_address
+from ...evm.abi import calldata, contract_address
 from ...money import to_raw
 
 #: The earner rate a fresh deployment starts with, in basis points.

@@ -12,9 +12,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Self
 
-from ...errors import UpstreamError
+from ...errors import NotFound, UpstreamError
 
 #: Keys of `ChainConfig.addresses` (values: lowercase 0x addresses on that chain).
 ADDRESS_KEYS = ("USDC", "USDT", "c0", "swap_facility", "earner_rate_source", "multicall")
@@ -32,13 +33,16 @@ class ChainConfig:
     """One chain: its id, its backend URL, and the addresses of our contracts on it.
 
     `tokens` lists extra ERC-20 addresses whose balances are reported besides USDC,
-    USDT and c0.
+    USDT and c0. `minter_key` is the private key of the account that owns our test
+    contracts on a local chain (anvil's first dev account for `treasury devnet`): with
+    it the chain can mint, and the test helpers (the faucet) exist. Never on a real chain.
     """
 
     chain_id: int
     url: str
     addresses: Mapping[str, str] = field(default_factory=dict)
     tokens: Sequence[str] = ()
+    minter_key: str | None = field(default=None, repr=False)
 
     @classmethod
     def parse(cls, chain_id: int, spec: str | Mapping[str, Any] | ChainConfig) -> ChainConfig:
@@ -51,8 +55,12 @@ class ChainConfig:
         unknown = set(addresses) - set(ADDRESS_KEYS)
         if unknown:
             raise ValueError(f"unknown chain address keys: {', '.join(sorted(unknown))}")
+        unknown = set(spec) - {"url", "addresses", "tokens", "minter_key"}
+        if unknown:
+            raise ValueError(f"unknown chain settings: {', '.join(sorted(unknown))}")
         tokens = tuple(str(t).lower() for t in spec.get("tokens", ()))
-        return cls(int(chain_id), str(spec["url"]), addresses, tokens)
+        minter = spec.get("minter_key")
+        return cls(int(chain_id), str(spec["url"]), addresses, tokens, minter and str(minter))
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,17 @@ class Chain(ABC):
     @abstractmethod
     def web3(self) -> Any:
         """A `web3.Web3` bound to this chain, for signing and sending outside the library."""
+
+    @property
+    def can_mint(self) -> bool:
+        """Whether `faucet` works here (a local chain whose test contracts we own)."""
+        return False
+
+    def faucet(self, address: str, symbol: str, amount: str | int | Decimal) -> str:
+        """Mint `amount` whole units of ``USDC``, ``USDT`` or ``c0`` to `address`, or send
+        it ``ETH``; return the mined transaction's hash. `NotFound` on a chain that cannot
+        mint; `ValueError` for a bad symbol or amount."""
+        raise NotFound(f"Chain {self.chain_id} has no test helpers")
 
     def close(self) -> None:  # noqa: B027 (optional hook)
         """Release connections or stop an in-process chain."""

@@ -34,8 +34,8 @@ from web3 import EthereumTesterProvider, Web3
 from web3.exceptions import ContractLogicError
 from web3.providers.eth_tester.defaults import API_ENDPOINTS
 
-from ..._evm import call_fields, calldata, check_hash, revert_reason
 from ...errors import UpstreamError
+from ...evm.abi import call_fields, calldata, check_hash, revert_reason
 from ._deploy import deploy_contracts, fund
 from .base import Chain, ChainConfig, Receipt, Reverted
 
@@ -111,13 +111,15 @@ class DevnetChain(Chain):
         with self._errors():
             return int(self._tester.estimate_gas(tx, "latest"))
 
-    # -- devnet only ----------------------------------------------------------------
+    @property
+    def can_mint(self) -> bool:
+        return True
 
     def faucet(self, address: str, symbol: str, amount: str | int | Decimal) -> str:
-        """Mint `amount` whole units of ``USDC``, ``USDT`` or ``c0`` to `address`, or send
-        it ``ETH``; return the transaction hash. `ValueError` for a bad symbol or amount."""
         with self._errors():
             return fund(self._web3, self.deployer, self.addresses, address, symbol, amount)
+
+    # -- devnet only ----------------------------------------------------------------
 
     def earner_rate_bps(self) -> int:
         """The live ``earnerRate()`` of the earner rate source, in basis points."""

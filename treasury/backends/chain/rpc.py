@@ -12,13 +12,14 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any, NoReturn, Self
 from urllib.parse import urlsplit
 
 import httpx
 
-from ..._evm import call_fields, check_hash, is_address, revert_reason
 from ...errors import UpstreamError
+from ...evm.abi import call_fields, check_hash, is_address, revert_reason
 from .base import ADDRESS_KEYS, CANONICAL_MULTICALL3, Chain, ChainConfig, Receipt, Reverted
 
 __all__ = ["BATCH_SIZE", "RpcChain"]
@@ -54,6 +55,8 @@ class RpcChain(Chain):
         self.addresses = {k: addresses[k].lower() for k in ADDRESS_KEYS}
         core = [self.addresses[k] for k in ("USDC", "USDT", "c0")]
         self.tokens = core + [t.lower() for t in config.tokens if t.lower() not in core]
+        self._minter_key = config.minter_key
+        self._minting = threading.Lock()
         self._own_client = client is None
         self._client = client or httpx.Client(timeout=_TIMEOUT)
         self._ids = itertools.count(1)
@@ -125,6 +128,21 @@ class RpcChain(Chain):
         }
         return int(self._request("eth_estimateGas", [fields]), 16)
 
+    @property
+    def can_mint(self) -> bool:
+        return self._minter_key is not None
+
+    def faucet(self, address: str, symbol: str, amount: str | int | Decimal) -> str:
+        if self._minter_key is None:
+            return super().faucet(address, symbol, amount)
+        from eth_account import Account
+
+        from ._deploy import fund
+
+        minter = Account.from_key(self._minter_key)
+        with self._minting:  # one sender: its nonces in order
+            return fund(self.web3, minter, self.addresses, address, symbol, amount)
+
     def close(self) -> None:
         if self._own_client:
             self._client.close()
@@ -160,8 +178,12 @@ class RpcChain(Chain):
     def _post(self, payload: Any) -> Any:
         try:
             response = self._client.post(self.url, json=payload)
-        except httpx.HTTPError as e:
+        except (httpx.ConnectError, httpx.ConnectTimeout) as e:  # nothing reached the node
             raise UpstreamError(f"{self._where} unreachable: {type(e).__name__}") from e
+        except httpx.HTTPError as e:  # sent, maybe received: it may have taken effect
+            raise UpstreamError(
+                f"{self._where} did not answer: {type(e).__name__}", ambiguous=True
+            ) from e
         if response.status_code != httpx.codes.OK:
             raise UpstreamError(f"{self._where} answered HTTP {response.status_code}")
         try:

@@ -1,3 +1,3 @@
-from .base import Custody, CustodyKey
+from .base import Custody, CustodyContext, CustodyKey
 
-__all__ = ["Custody", "CustodyKey"]
+__all__ = ["Custody", "CustodyContext", "CustodyKey"]

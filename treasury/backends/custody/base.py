@@ -1,12 +1,18 @@
-"""The custody interface: create signing keys and sign with them; never destroy them."""
+"""The custody interface: create signing keys and sign with them; never destroy them.
+
+A custody plugin speaks plain types: a `CustodyKey` out, a transaction dict in, raw
+signed bytes out. When the treasury opens it hands the plugin a `CustodyContext`;
+`treasury.testing.custody.CustodySuite` is the conformance suite.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Self
 
-from ..._crypto import SecretBox
 from ..storage.base import Storage
 
 
@@ -16,13 +22,22 @@ class CustodyKey:
     address: str  # lowercase 0x address
 
 
+@dataclass(frozen=True)
+class CustodyContext:
+    """What the treasury gives a custody plugin when it opens."""
+
+    storage: Storage  # the treasury's own storage (local custody keeps its keys there)
+    encryption_key: bytes  # 32 bytes for this plugin alone, derived from the master key
+    now: Callable[[], datetime]  # the treasury's clock
+
+
 class Custody(ABC):
     @classmethod
     @abstractmethod
     def from_url(cls, url: str) -> Self: ...
 
-    def bind(self, *, storage: Storage, secrets: SecretBox) -> None:  # noqa: B027
-        """Called once by `Treasury.open` with the library's storage and secret box."""
+    def bind(self, context: CustodyContext) -> None:  # noqa: B027 (optional hook)
+        """Called once by `Treasury.open`, before any other method."""
 
     @abstractmethod
     def create_key(self) -> CustodyKey:
@@ -30,4 +45,5 @@ class Custody(ABC):
 
     @abstractmethod
     def sign_transaction(self, ref: str, transaction: dict[str, Any]) -> bytes:
-        """Sign an EIP-1559 or legacy transaction dict; return the raw signed bytes."""
+        """Sign an EIP-1559 or legacy transaction dict; return the raw signed bytes.
+        `NotFound` for a ref this custody never created."""

@@ -1,58 +1,69 @@
-"""Local custody: keys generated here, stored AES-GCM encrypted under the master key."""
+"""Local custody: keys generated here, stored AES-GCM encrypted in the treasury's storage."""
 
 from __future__ import annotations
 
+import secrets
 from typing import Any, Self
 
-from ..._clock import system_clock, to_text
-from ..._crypto import SecretBox
-from ...errors import NotFound, TreasuryError
-from ..storage.base import Storage
-from .base import Custody, CustodyKey
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-_PURPOSE = "custody-private-key"
+from ..._infra.clock import to_text
+from ..._infra.imports import load
+from ...errors import NotFound, TreasuryError
+from .base import Custody, CustodyContext, CustodyKey
+
+_AAD = b"custody-private-key"
+_NONCE_BYTES = 12
 
 
 class LocalCustody(Custody):
     """``local://`` — keys live in the treasury's own storage, encrypted at rest."""
 
     def __init__(self) -> None:
-        self._storage: Storage | None = None
-        self._secrets: SecretBox | None = None
+        self._context: CustodyContext | None = None
 
     @classmethod
     def from_url(cls, url: str) -> Self:
         return cls()
 
-    def bind(self, *, storage: Storage, secrets: SecretBox) -> None:
-        self._storage, self._secrets = storage, secrets
+    def bind(self, context: CustodyContext) -> None:
+        self._context = context
 
-    def _bound(self) -> tuple[Storage, SecretBox]:
-        if self._storage is None or self._secrets is None:
-            raise TreasuryError("local custody is not bound to a storage")
-        return self._storage, self._secrets
+    def _bound(self) -> CustodyContext:
+        if self._context is None:
+            raise TreasuryError("local custody is not bound to a treasury")
+        return self._context
 
     def create_key(self) -> CustodyKey:
-        from eth_account import Account  # heavy import, deferred to first use
-
-        storage, secrets = self._bound()
+        Account = load("eth_account").Account  # heavy: imported on first use
+        context = self._bound()
         account = Account.create()
         address = account.address.lower()
-        sealed = secrets.encrypt(_PURPOSE, account.key.hex())
-        with storage.transaction() as tx:
+        nonce = secrets.token_bytes(_NONCE_BYTES)
+        sealed = nonce + AESGCM(context.encryption_key).encrypt(
+            nonce, account.key.hex().encode(), _AAD
+        )
+        with context.storage.transaction() as tx:
             tx.execute(
                 "INSERT INTO custody_keys (ref, address, private_key, created_at) VALUES (?, ?, ?, ?)",
-                (address, address, sealed, to_text(system_clock())),
+                (address, address, sealed, to_text(context.now())),
             )
         return CustodyKey(ref=address, address=address)
 
     def sign_transaction(self, ref: str, transaction: dict[str, Any]) -> bytes:
-        from eth_account import Account
-
-        storage, secrets = self._bound()
-        with storage.read() as tx:
+        Account = load("eth_account").Account
+        context = self._bound()
+        with context.storage.read() as tx:
             row = tx.one("SELECT private_key FROM custody_keys WHERE ref = ?", (ref,))
         if row is None:
             raise NotFound("Custody key not found")
-        key = secrets.decrypt(_PURPOSE, row["private_key"])
+        sealed = bytes(row["private_key"])
+        nonce, ciphertext = sealed[:_NONCE_BYTES], sealed[_NONCE_BYTES:]
+        try:
+            key = AESGCM(context.encryption_key).decrypt(nonce, ciphertext, _AAD).decode()
+        except InvalidTag:
+            raise TreasuryError(
+                "cannot decrypt a custody key: the master key is not the one that encrypted it"
+            ) from None
         return bytes(Account.sign_transaction(transaction, key).raw_transaction)

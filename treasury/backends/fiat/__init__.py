@@ -1,3 +1,23 @@
-from .base import FiatProvider
+from .base import (
+    FINAL_STATES,
+    BankDeposit,
+    ExternalAccount,
+    FiatContext,
+    FiatProvider,
+    OffRamp,
+    OnRamp,
+    ProviderTransfer,
+    VirtualAccount,
+)
 
-__all__ = ["FiatProvider"]
+__all__ = [
+    "FINAL_STATES",
+    "BankDeposit",
+    "ExternalAccount",
+    "FiatContext",
+    "FiatProvider",
+    "OffRamp",
+    "OnRamp",
+    "ProviderTransfer",
+    "VirtualAccount",
+]

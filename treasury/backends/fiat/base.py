@@ -1,11 +1,120 @@
-"""The fiat provider interface: the bank side of on- and off-ramps."""
+"""The fiat provider interface: customers, bank accounts, on- and off-ramps, virtual accounts.
+
+A fiat plugin speaks plain, provider-neutral types of its own (never the API's request
+models) and the provider's transfer states by their names (``awaiting_funds``, ...,
+``payment_processed``). Every call that creates something takes an idempotency key of
+ours, so that repeating it (with the same request) after a crash or a timeout never
+creates a second one.
+Failures are `UpstreamError` (502), ``ambiguous=True`` when the request may have
+reached the provider (a timeout after sending). `treasury.testing.fiat.FiatSuite` is
+the conformance suite.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Self
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Self
 
-from ...models.bank_accounts import CreateBankAccount
+#: Provider transfer states that end a transfer.
+FINAL_STATES = frozenset(
+    {
+        "payment_processed",
+        "canceled",
+        "error",
+        "returned",
+        "refunded",
+        "undeliverable",
+        "missing_return_policy",
+    }
+)
+
+
+@dataclass(frozen=True)
+class ExternalAccount:
+    """A US bank account to register with the provider (DESIGN §3 "Bank accounts")."""
+
+    bank_name: str
+    account_owner_name: str
+    account_owner_type: str  # "business"
+    business_name: str | None
+    account_number: str
+    routing_number: str
+    checking_or_savings: str  # "checking" | "savings"
+    currency: str  # "usd"
+    street_line_1: str
+    street_line_2: str | None
+    city: str
+    state: str | None
+    postal_code: str
+    country: str  # ISO 3166-1 alpha-3, e.g. "USA"
+
+
+@dataclass(frozen=True)
+class BankDeposit:
+    """Where a customer pushes USD (an on-ramp's or a virtual account's instructions)."""
+
+    bank_name: str
+    bank_address: str
+    routing_number: str
+    account_number: str
+    beneficiary_name: str
+    beneficiary_address: str
+    message: str  # the reference the payment must carry
+
+
+@dataclass(frozen=True)
+class OnRamp:
+    """USD pushed by ACH from a registered bank account, paid out as USDC to an address."""
+
+    amount: str  # USD, a decimal string
+    developer_fee: str  # USD, deducted from what the destination receives
+    external_account_id: str  # the provider's id of the bank account
+    chain_id: int
+    to_address: str
+
+
+@dataclass(frozen=True)
+class OffRamp:
+    """USDC sent from a wallet to the provider, paid out by ACH to a registered account."""
+
+    amount: str  # USDC, a decimal string
+    developer_fee: str
+    external_account_id: str
+    chain_id: int
+    from_address: str
+
+
+@dataclass(frozen=True)
+class ProviderTransfer:
+    """A transfer as the provider sees it."""
+
+    id: str
+    state: str  # the provider's state name
+    bank_deposit: BankDeposit | None = None  # on-ramp: where the ACH is to be pushed
+    deposit_address: str | None = None  # off-ramp: where the USDC is to be sent
+    destination_tx_hash: str | None = None  # on-ramp: the payout's transaction
+    final_amount: str | None = None  # what the destination receives, once known
+
+
+@dataclass(frozen=True)
+class VirtualAccount:
+    """A standing USD account whose deposits the provider turns into USDB in its wallet."""
+
+    id: str
+    customer_id: str
+    wallet_id: str
+    developer_fee_percent: str
+    deposit: BankDeposit
+
+
+@dataclass(frozen=True)
+class FiatContext:
+    """What the treasury gives a fiat plugin when it opens. `chain(chain_id)` returns the
+    chain backend (the sandbox pays on-ramps out and watches off-ramp deposits there)."""
+
+    chain: Callable[[int], Any]
 
 
 class FiatProvider(ABC):
@@ -13,6 +122,36 @@ class FiatProvider(ABC):
     @abstractmethod
     def from_url(cls, url: str) -> Self: ...
 
+    def bind(self, context: FiatContext) -> None:  # noqa: B027 (optional hook)
+        """Called once by `Treasury.open`, before any other method."""
+
     @abstractmethod
-    def register_bank_account(self, external_id: str, account: CreateBankAccount) -> None:
-        """Register an external bank account under our id; raise `UpstreamError` on failure."""
+    def create_customer(self, name: str, *, idempotency_key: str) -> str:
+        """A business customer (one per organization); the provider's id for it."""
+
+    @abstractmethod
+    def register_external_account(
+        self, customer_id: str, account: ExternalAccount, *, idempotency_key: str
+    ) -> str:
+        """Register a bank account of a customer; the provider's id for it. The same key
+        returns the same id without registering twice."""
+
+    @abstractmethod
+    def create_transfer(
+        self, customer_id: str, request: OnRamp | OffRamp, *, idempotency_key: str
+    ) -> ProviderTransfer:
+        """Start an on- or off-ramp; the same key returns the same transfer."""
+
+    @abstractmethod
+    def transfers(self, ids: Sequence[str]) -> list[ProviderTransfer]:
+        """The current state of many transfers, in the order asked (one call, or a few).
+        An id the provider does not know is an `UpstreamError` (a misconfigured or
+        forgetful provider must not fail real transfers)."""
+
+    @abstractmethod
+    def create_virtual_account(self, customer_id: str, *, idempotency_key: str) -> VirtualAccount:
+        """A USD virtual account of the customer, paying out USDB to a provider wallet."""
+
+    @abstractmethod
+    def wallet_balance(self, customer_id: str, wallet_id: str) -> str:
+        """The USDB balance of a customer's provider wallet, a decimal string."""

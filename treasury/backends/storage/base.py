@@ -1,53 +1,103 @@
 """The storage interface: a transactional SQL store speaking a portable subset.
 
-The library owns the schema and every query; a backend supplies connections,
-transactions and the few type names that differ between dialects. SQL uses ``?``
-placeholders, ``INSERT ... RETURNING``, ``ON CONFLICT`` and partial indexes, which
-SQLite and PostgreSQL both understand. `treasury.testing.storage.StorageSuite` is the
-conformance suite every backend runs.
+The library owns the schema and every statement; a backend supplies connections,
+transactions and the few type names that differ between dialects. Statements use ``?``
+placeholders, ``INSERT … RETURNING``, ``ON CONFLICT``, row values and partial indexes,
+which SQLite and PostgreSQL both understand. A backend whose driver speaks the
+``format`` paramstyle (psycopg) sets `Transaction.paramstyle`, and `Transaction.execute`
+rewrites each statement once (`format_paramstyle`: ``?`` becomes ``%s``, a literal ``%``
+becomes ``%%``); nothing else in the library knows about paramstyles.
+
+Isolation:
+
+* `Storage.transaction` is a read-write transaction. Its writes are atomic; a statement
+  sees every row committed before it; rows it reads for update (``UPDATE … WHERE``,
+  ``INSERT … ON CONFLICT``) are locked to its end, so guarded updates such as
+  ``UPDATE … SET status = 'confirmed' WHERE status = 'pending'`` change a row once
+  however many writers race. `Transaction.lock` serialises writers of one name.
+* `Storage.read` is a snapshot: every statement of the block sees the same committed
+  state (or the open transaction's own, inside one), never a half-committed one.
+
+`treasury.testing.storage.StorageSuite` and `treasury.testing.statements.StatementSuite`
+are the conformance suites every backend runs.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Self
 
-Params = Sequence[Any] | Mapping[str, Any]
+Params = Sequence[Any]
 Row = dict[str, Any]
+
+_LITERAL_OR_MARK = re.compile(r"'(?:[^']|'')*'|[?%]")
 
 
 class DuplicateKey(Exception):
     """A unique constraint was violated; backends translate their driver's error to this."""
 
 
+@functools.lru_cache(maxsize=1024)
+def format_paramstyle(sql: str) -> str:
+    """`sql` in the ``format`` paramstyle: each ``?`` placeholder becomes ``%s`` and every
+    ``%`` (in string literals too, e.g. ``LIKE 'Wallet %'``) becomes ``%%``."""
+
+    def spell(match: re.Match[str]) -> str:
+        found = match.group()
+        return "%s" if found == "?" else found.replace("%", "%%")
+
+    return _LITERAL_OR_MARK.sub(spell, sql)
+
+
 class Transaction(ABC):
     """One open transaction (or savepoint) on one connection."""
 
-    @abstractmethod
+    #: How the driver marks parameters: ``qmark`` (``?``, as the library writes them)
+    #: or ``format`` (``%s``).
+    paramstyle: ClassVar[Literal["qmark", "format"]] = "qmark"
+    #: Appended to the sub-select of a queue claim (``UPDATE … WHERE id IN (SELECT …
+    #: LIMIT ?{skip_locked})``): ``" FOR UPDATE SKIP LOCKED"`` where writers run at once,
+    #: so concurrent claimers take different rows; empty where they run one at a time.
+    skip_locked: ClassVar[str] = ""
+
     def execute(self, sql: str, params: Params = ()) -> int:
         """Run a statement; return the number of rows it changed."""
+        return self._execute(self._spelled(sql), params)
 
-    @abstractmethod
     def query(self, sql: str, params: Params = ()) -> list[Row]:
         """Run a statement that returns rows; each row is a dict by column name."""
+        return self._query(self._spelled(sql), params)
+
+    def one(self, sql: str, params: Params = ()) -> Row | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
 
     @abstractmethod
     def lock(self, name: str) -> None:
         """Hold a named lock until this transaction ends (serialises writers of `name`)."""
 
-    def one(self, sql: str, params: Params = ()) -> Row | None:
-        rows = self.query(sql, params)
-        return rows[0] if rows else None
+    @abstractmethod
+    def _execute(self, sql: str, params: Params) -> int:
+        """`execute` with `sql` already in the driver's paramstyle."""
+
+    @abstractmethod
+    def _query(self, sql: str, params: Params) -> list[Row]:
+        """`query` with `sql` already in the driver's paramstyle."""
+
+    def _spelled(self, sql: str) -> str:
+        return sql if self.paramstyle == "qmark" else format_paramstyle(sql)
 
 
 class Storage(ABC):
     """A storage backend. Thread-safe: one instance serves every thread of a process."""
 
     #: Dialect spellings used by the library's migrations: ``pk``, ``blob``, ``clustered``,
-    #: ``sortable_text`` (see `treasury._schema`).
+    #: ``sortable_text`` (see `treasury._infra.schema`).
     types: ClassVar[Mapping[str, str]]
 
     @classmethod
@@ -71,6 +121,11 @@ class Storage(ABC):
     def key_file(self) -> Path | None:
         """Where a generated master key may live beside the data, if anywhere."""
         return None
+
+    @property
+    def durable(self) -> bool:
+        """Whether the data outlives the process (False for an in-memory database)."""
+        return True
 
     def close(self) -> None:  # noqa: B027 (optional hook)
         """Release connections."""

@@ -4,17 +4,25 @@
 Write transactions start with ``BEGIN IMMEDIATE`` so writers queue on the database
 lock instead of failing on a lock upgrade; readers see WAL snapshots and never wait.
 An in-memory database is one connection shared by every thread under a lock.
+
+Writers of one process queue in order on an in-process lock taken before ``BEGIN
+IMMEDIATE`` (a fair queue: without it they poll SQLite's lock with sleeps, and the
+slowest waits for up to a second); writers of other processes still queue on SQLite's
+lock. A new database file is created 0600, and SQLite gives its WAL and shared-memory
+files the same mode.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Self
+from typing import Self
 from urllib.parse import unquote, urlsplit
 
 import sqlite_utils
@@ -22,23 +30,24 @@ import sqlite_utils
 from .base import DuplicateKey, Params, Row, Storage, Transaction
 
 MEMORY = ":memory:"
+_BEGIN_WRITE = "BEGIN IMMEDIATE"
 
 
 class _Tx(Transaction):
     def __init__(self, db: sqlite_utils.Database):
         self._db = db
 
-    def execute(self, sql: str, params: Params = ()) -> int:
+    def _execute(self, sql: str, params: Params) -> int:
         try:
-            return int(self._db.execute(sql, _bind(params)).rowcount)
+            return int(self._db.execute(sql, params).rowcount)
         except sqlite3.IntegrityError as error:
             raise _translate(error) from error
 
-    def query(self, sql: str, params: Params = ()) -> list[Row]:
+    def _query(self, sql: str, params: Params) -> list[Row]:
         # Database.execute, not Database.query: the latter wraps each statement in a
         # savepoint, which doubles the statements of a write transaction.
         try:
-            cursor = self._db.execute(sql, _bind(params))
+            cursor = self._db.execute(sql, params)
             rows = cursor.fetchall()
         except sqlite3.IntegrityError as error:
             raise _translate(error) from error
@@ -47,10 +56,6 @@ class _Tx(Transaction):
 
     def lock(self, name: str) -> None:
         """Nothing to do: ``BEGIN IMMEDIATE`` already serialises every writer."""
-
-
-def _bind(params: Params) -> Sequence[Any] | dict[str, Any]:
-    return dict(params) if isinstance(params, Mapping) else params
 
 
 def _translate(error: sqlite3.IntegrityError) -> Exception:
@@ -73,6 +78,7 @@ class SQLiteStorage(Storage):
         self._registry_lock = threading.Lock()
         self._shared: sqlite_utils.Database | None = None
         self._shared_lock = threading.RLock()
+        self._writers = FairLock()
         if self.path == MEMORY:
             self._shared = self._connect()
 
@@ -89,7 +95,13 @@ class SQLiteStorage(Storage):
     def key_file(self) -> Path | None:
         return None if self.path == MEMORY else Path(self.path + ".key")
 
+    @property
+    def durable(self) -> bool:
+        return self.path != MEMORY
+
     def _connect(self) -> sqlite_utils.Database:
+        if self.path != MEMORY and not os.path.exists(self.path):  # private from the start
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         conn = sqlite3.connect(
             self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
         )
@@ -121,8 +133,13 @@ class SQLiteStorage(Storage):
 
     @contextmanager
     def _outermost(self, begin: str) -> Iterator[Transaction]:
+        queue: threading.RLock | FairLock | None = None
         if self._shared is not None:
-            self._shared_lock.acquire()
+            queue = self._shared_lock
+        elif begin == _BEGIN_WRITE:
+            queue = self._writers
+        if queue is not None:
+            queue.acquire()
         try:
             db = self._db()
             conn = db.conn  # BEGIN/COMMIT straight on the connection: no wrapper per statement
@@ -140,14 +157,14 @@ class SQLiteStorage(Storage):
                 self._local.tx = None
                 self._local.depth = 0
         finally:
-            if self._shared is not None:
-                self._shared_lock.release()
+            if queue is not None:
+                queue.release()
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
         depth: int = getattr(self._local, "depth", 0)
         if depth == 0:
-            with self._outermost("BEGIN IMMEDIATE") as tx:
+            with self._outermost(_BEGIN_WRITE) as tx:
                 yield tx
             return
         tx = self._local.tx
@@ -183,3 +200,29 @@ class SQLiteStorage(Storage):
 
 class _ThreadOwner:
     """Held only by one thread's locals; its finalizer closes that thread's connection."""
+
+
+class FairLock:
+    """A lock granted in the order it was asked for (`threading.Lock` wakes any waiter)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._waiting: deque[threading.Lock] = deque()
+        self._held = False
+
+    def acquire(self) -> None:
+        with self._guard:
+            if not self._held:
+                self._held = True
+                return
+            turn = threading.Lock()
+            turn.acquire()
+            self._waiting.append(turn)
+        turn.acquire()  # released by the holder before us: the lock is handed over
+
+    def release(self) -> None:
+        with self._guard:
+            if self._waiting:
+                self._waiting.popleft().release()
+            else:
+                self._held = False

@@ -1,0 +1,61 @@
+"""The sandbox fiat provider runs the fiat conformance suite, bound to a real in-process
+devnet: on-ramps are paid out by minting USDC there, and off-ramps wait for the USDC
+to arrive at their deposit address there."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from treasury.backends.chain.devnet import DevnetChain
+from treasury.backends.fiat.base import FiatContext, OffRamp, ProviderTransfer
+from treasury.backends.fiat.sandbox import SandboxFiat
+from treasury.evm.abi import BALANCE_OF
+from treasury.money import to_raw
+from treasury.testing.fiat import ACCOUNT, FiatSuite, Settle
+
+
+@pytest.fixture(scope="module")
+def devnet() -> Iterator[DevnetChain]:
+    chain = DevnetChain()
+    yield chain
+    chain.close()
+
+
+def usdc_of(chain: DevnetChain, address: str) -> int:
+    data = chain.call(chain.addresses["USDC"], BALANCE_OF.encode(address))
+    return int(BALANCE_OF.decode(data)[0])
+
+
+class TestSandboxFiat(FiatSuite):
+    chain_id = 31337
+
+    @pytest.fixture
+    def fiat(self, devnet: DevnetChain) -> SandboxFiat:
+        provider = SandboxFiat.from_url("sandbox://")
+        provider.bind(FiatContext(chain=lambda chain_id: devnet))
+        return provider
+
+    @pytest.fixture
+    def settle(self, devnet: DevnetChain) -> Settle:
+        def send(transfer: ProviderTransfer, request: OffRamp) -> None:
+            assert transfer.deposit_address is not None
+            devnet.faucet(transfer.deposit_address, "USDC", request.amount)
+
+        return send
+
+
+def test_an_onramp_payout_is_minted_on_the_chain(devnet: DevnetChain) -> None:
+    """The payout's hash is a real transaction: the destination holds amount - fee."""
+    fiat = SandboxFiat()
+    fiat.bind(FiatContext(chain=lambda chain_id: devnet))
+    suite = TestSandboxFiat()
+    customer = fiat.create_customer("Acme", idempotency_key="c")
+    account = fiat.register_external_account(customer, ACCOUNT, idempotency_key="a")
+    request = suite.onramp(account, "12.5", "0.5")
+    made = fiat.create_transfer(customer, request, idempotency_key="t")
+    views = [fiat.transfers([made.id])[0] for _ in range(3)]
+    assert views[-1].state == "payment_processed"
+    assert devnet.receipts([views[-1].destination_tx_hash or ""])[0] is not None
+    assert usdc_of(devnet, request.to_address) == to_raw("12", 6)

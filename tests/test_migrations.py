@@ -1,0 +1,44 @@
+"""A database made by an earlier version migrates forward with its data."""
+
+from __future__ import annotations
+
+from treasury import Treasury
+from treasury._infra import schema
+
+from .conftest import MASTER_KEY, make_tenant, on_postgres, open_storage
+from .helpers import address
+
+
+def tables_query() -> str:
+    if on_postgres():
+        return (
+            "SELECT table_name AS name FROM information_schema.tables"
+            " WHERE table_schema = current_schema()"
+        )
+    return "SELECT name FROM sqlite_master WHERE type = 'table'"
+
+
+def test_recipients_and_their_numbers_survive_migration_6(storage_url, monkeypatch):
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:5])  # the version before
+    old = Treasury.open(open_storage(storage_url), master_key=MASTER_KEY, chains={})
+    org = make_tenant(old).org
+    with old.storage.transaction() as tx:  # recipients as version 5 wrote them
+        for number, label in ((1, "A"), (2, "B")):
+            tx.execute(
+                "INSERT INTO recipients (org_id, number, address, label, created_at,"
+                " updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (org.id, number, address().lower(), label, "2026-01-01", "2026-01-01"),
+            )
+    old.close()
+    monkeypatch.undo()
+
+    new = Treasury.open(open_storage(storage_url), master_key=MASTER_KEY, chains={})
+    org = new.for_organization(org.id)
+    assert [(r.id, r.label) for r in org.recipients.list().data] == [(1, "A"), (2, "B")]
+    org.recipients.delete(2)
+    made = org.recipients.create(address=address(), label="C", idempotency_key="c")
+    assert made.id == 3  # the deleted number is not given again
+    with new.storage.read() as tx:
+        tables = {r["name"] for r in tx.query(tables_query())}
+    assert "org_counters" not in tables and "recipients_v6" not in tables
+    new.close()

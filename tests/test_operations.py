@@ -1,0 +1,158 @@
+"""The table of operations is the one place a /v1 operation is declared."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from flask import Flask
+
+from treasury import Treasury
+from treasury.http import create_app, create_blueprint
+from treasury.http._blueprint import flask_rule
+from treasury.operations import OPERATIONS
+from treasury.testing.server import serve
+from treasury.webhooks.outbox import emit
+
+from .conftest import MASTER_KEY, make_tenant
+from .helpers import BANK_ACCOUNT, address, idem, onramp
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAIN = 31337
+
+
+@pytest.fixture(scope="module")
+def live(module_storage_url: str) -> Iterator[dict[str, Any]]:
+    """One server on a devnet, an organization with a key, and what the samples need."""
+    t = Treasury.open(
+        module_storage_url,
+        master_key=MASTER_KEY,
+        allow_private_webhook_urls=True,
+        chains={CHAIN: "devnet://"},
+    )
+    tenant = make_tenant(t)
+    wallet = tenant.org.wallets.create(label="Sample")
+    hook = tenant.org.webhooks.create(url="http://127.0.0.1:1/h", events=["transaction.failed"])
+    with (
+        serve(create_app(t)) as url,
+        httpx.Client(base_url=url, headers={"x-api-key": tenant.secret}) as client,
+    ):
+        gone = tenant.org.wallets.create(label="Gone")
+        bank = tenant.org.bank_accounts.create(BANK_ACCOUNT).provider_external_account_id
+        with t.storage.transaction() as tx:  # an event, so that the webhook has a delivery
+            emit(tx, org_id=tenant.org.id, event_type="transaction.failed",
+                 wallet_address=None, data={}, now=t.now().isoformat())  # fmt: skip
+        delivery = tenant.org.webhooks.deliveries(hook.id).data[0].id
+        moved = tenant.org.transfers.create(onramp(bank, wallet.address), idempotency_key="t")
+        yield {
+            "client": client, "t": t, "wallet": wallet, "hook": hook, "gone": gone,
+            "bank": bank, "transfer": moved, "delivery": delivery,
+        }  # fmt: skip
+    t.close()
+
+
+def samples(live: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
+    """One valid request per operation: (method, path, request keyword arguments)."""
+    wallet, hook = live["wallet"], live["hook"]
+    prepare = {"token": "USDC", "amount": "1", "from": wallet.address}
+    recorded = {
+        "hash": "0x" + "ab" * 32, "type": "other", "from": wallet.address,
+        "contract": address(), "token": address(), "amount": "1", "walletId": wallet.id,
+    }  # fmt: skip
+    bank, transfer = live["bank"], live["transfer"]
+    return {
+        "transfers.create": ("POST", "/v1/transfers", {"json": onramp(bank, wallet.address), "headers": idem()}),
+        "transfers.list": ("GET", "/v1/transfers?limit=10", {}),
+        "transfers.get": ("GET", f"/v1/transfers/{transfer.id}", {}),
+        "virtual_account.get": ("GET", "/v1/virtual-account", {}),
+        "virtual_wallet.get": ("GET", "/v1/virtual-wallet", {}),
+        "wallets.create": ("POST", "/v1/wallets", {"json": {}, "headers": idem()}),
+        "wallets.list": ("GET", "/v1/wallets", {}),
+        "wallets.track": ("POST", "/v1/wallets/track", {"json": {"address": address(), "label": "T"}}),
+        "wallets.get": ("GET", f"/v1/wallets/{wallet.address}", {}),
+        "wallets.update": ("PATCH", f"/v1/wallets/{wallet.address}", {"json": {"label": "Renamed"}}),
+        "wallets.delete": ("DELETE", f"/v1/wallets/{live['gone'].address}", {}),
+        "recipients.create": ("POST", "/v1/recipients", {"json": {"address": address(), "label": "R"}, "headers": idem()}),
+        "recipients.list": ("GET", "/v1/recipients", {}),
+        "recipients.update": ("PATCH", "/v1/recipients/1", {"json": {"label": "R2"}}),
+        "recipients.delete": ("DELETE", "/v1/recipients/1", {}),
+        "bank_accounts.create": ("POST", "/v1/bank-accounts", {"json": BANK_ACCOUNT}),
+        "bank_accounts.list": ("GET", "/v1/bank-accounts", {}),
+        "webhooks.create": ("POST", "/v1/webhooks", {"json": {"url": "http://127.0.0.1:1/x", "events": ["transaction.confirmed"]}}),
+        "webhooks.list": ("GET", "/v1/webhooks", {}),
+        "webhooks.deliveries": ("GET", f"/v1/webhooks/{hook.id}/deliveries", {}),
+        "webhooks.retry_delivery": ("POST", f"/v1/webhooks/{hook.id}/deliveries/{live['delivery']}/retry", {}),
+        "webhooks.delete": ("DELETE", f"/v1/webhooks/{hook.id}", {}),
+        "yield_artifacts.list": ("GET", "/v1/yield/artifacts", {"headers": {"x-api-key": ""}}),
+        "swaps.prepare_deposit": ("POST", f"/v1/{CHAIN}/deposit/prepare", {"json": prepare}),
+        "swaps.prepare_withdraw": ("POST", f"/v1/{CHAIN}/withdraw/prepare", {"json": prepare}),
+        "transactions.record": ("POST", f"/v1/{CHAIN}/transactions", {"json": recorded}),
+        "transactions.get": ("GET", f"/v1/{CHAIN}/transactions/0x{'ab' * 32}", {}),
+        "balances.get": ("GET", f"/v1/{CHAIN}/balances/{wallet.address}", {}),
+        "yields.estimate": ("GET", f"/v1/{CHAIN}/yield/estimate?address={wallet.address}", {}),
+        "yields.get": ("GET", f"/v1/{CHAIN}/yield?address={wallet.address}", {}),
+        "test_helpers.faucet": ("POST", f"/v1/test-helpers/{CHAIN}/faucet", {"json": {"address": wallet.address, "token": "USDC", "amount": "2"}}),
+    }  # fmt: skip
+
+
+def test_every_operation_answers_its_status_over_http(live):
+    requests = samples(live)
+    assert set(requests) == {op.name for op in OPERATIONS}, "one sample per operation"
+    for op in OPERATIONS:  # in table order: transactions.record runs before .get
+        method, path, kwargs = requests[op.name]
+        assert method == op.method
+        r = live["client"].request(method, path, **kwargs)
+        assert r.status_code == op.status, (op.name, r.text)
+
+
+def test_the_blueprint_serves_exactly_the_table(treasury):
+    app = Flask("host")
+    app.register_blueprint(create_blueprint(treasury, url_prefix="/v1"))
+    served = {
+        (method, rule.rule)
+        for rule in app.url_map.iter_rules()
+        if rule.endpoint.startswith("treasury.") and rule.endpoint != "treasury.not_found"
+        for method in rule.methods - {"HEAD", "OPTIONS"}
+    }
+    assert served == {(op.method, "/v1" + flask_rule(op)) for op in OPERATIONS}
+
+
+def test_names_are_the_python_methods_they_run(treasury, tenant):
+    for op in OPERATIONS:
+        root = treasury if op.public else tenant.org
+        method = op.handler(root)
+        assert callable(method), op.name
+        takes_key = "idempotency_key" in inspect.signature(method).parameters
+        assert takes_key == (op.idempotency is not None), op.name
+    assert len({op.name for op in OPERATIONS}) == len(OPERATIONS)
+
+
+def test_no_path_string_outside_the_table_and_the_http_package():
+    found = subprocess.run(
+        ["git", "grep", "-n", '"/v1', "--", "treasury/"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.splitlines()
+    outside = [
+        line for line in found if not line.startswith(("treasury/operations.py:", "treasury/http/"))
+    ]
+    assert outside == []
+    for op in OPERATIONS:
+        first = op.path.strip("/").split("/")[0]
+        literal = f'"/{first}'
+        users = subprocess.run(
+            ["git", "grep", "-l", literal, "--", "treasury/"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
+        provider_api = {"treasury/backends/fiat/http.py", "treasury/testing/fake_provider.py"}
+        assert set(users) - provider_api <= {"treasury/operations.py"}, (literal, users)

@@ -1,0 +1,60 @@
+"""The rate limit of DESIGN §3, on the defaults: 100 requests per 60 s per key, headers on
+every authenticated answer, and a separate budget per address for requests without a
+valid key."""
+
+from __future__ import annotations
+
+import secrets
+
+import httpx
+import pytest
+
+from treasury import Treasury
+from treasury.http import create_app
+from treasury.testing.server import serve
+
+from .conftest import MASTER_KEY, make_tenant
+
+
+@pytest.fixture
+def server(new_storage_url):
+    t = Treasury.open(new_storage_url("rl.db"), master_key=MASTER_KEY, chains={})
+    with serve(create_app(t)) as url:
+        yield t, url
+    t.close()
+
+
+def test_the_101st_request_in_a_minute_is_429_with_headers_on_every_answer(server):
+    t, url = server
+    tenant = make_tenant(t)
+    with httpx.Client(base_url=url, headers={"x-api-key": tenant.secret}) as c:
+        answers = [c.get("/v1/wallets") for _ in range(98)]
+        answers.append(c.delete("/v1/wallets/0x" + "ab" * 20))  # an error answer too
+        answers.append(c.post("/v1/recipients", json={}))  # a 400
+        limited = c.get("/v1/wallets")
+    assert [r.status_code for r in answers] == [200] * 98 + [404, 400]
+    assert [r.headers["X-RateLimit-Limit"] for r in answers] == ["100"] * 100
+    assert [int(r.headers["X-RateLimit-Remaining"]) for r in answers] == list(range(99, -1, -1))
+    assert limited.status_code == 429 and limited.json()["error"] == "Rate limit exceeded"
+    assert 1 <= int(limited.headers["Retry-After"]) <= 60
+    assert limited.headers["X-RateLimit-Remaining"] == "0"
+
+
+def test_a_flood_of_bad_keys_is_limited_by_address_and_spares_valid_keys(server):
+    t, url = server
+    tenant = make_tenant(t)
+    statuses = []
+    with httpx.Client(base_url=url) as c:
+        for i in range(250):
+            bad = "trk_" + secrets.token_hex(8) + "_" + secrets.token_urlsafe(8)
+            headers = {"x-api-key": [bad, "", "garbage"][i % 3]}
+            statuses.append(c.get("/v1/wallets", headers=headers).status_code)
+        valid = c.get("/v1/wallets", headers={"x-api-key": tenant.secret})
+    assert statuses == [401] * 100 + [429] * 150  # never a 5xx
+    assert valid.status_code == 200 and valid.headers["X-RateLimit-Remaining"] == "99"
+
+
+def test_the_public_artifacts_are_exempt(server):
+    _, url = server
+    with httpx.Client(base_url=url) as c:
+        assert {c.get("/v1/yield/artifacts").status_code for _ in range(130)} == {200}

@@ -1,0 +1,130 @@
+"""Idempotency and faults of transfers that move value on-chain (the devnet and anvil)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from treasury import Treasury, UpstreamError
+from treasury.backends.chain.devnet import DevnetChain
+from treasury.evm.abi import BALANCE_OF
+from treasury.http import create_app
+from treasury.testing.server import serve
+
+from .conftest import MASTER_KEY, make_tenant
+from .helpers import swap
+
+CHAIN = 31337
+
+
+class RefusingDevnet(DevnetChain):
+    """The real devnet, whose node refuses the next `refusals` broadcasts as a node that
+    is unreachable would (a test double: a refusal cannot be produced on demand)."""
+
+    refusals = 0
+
+    def send_raw_transaction(self, raw: bytes) -> str:
+        if self.refusals:
+            self.refusals -= 1
+            raise UpstreamError("chain 31337 unreachable: ConnectError")
+        return super().send_raw_transaction(raw)
+
+
+@pytest.fixture
+def env(new_storage_url) -> Iterator[dict[str, Any]]:
+    chain = RefusingDevnet()
+    t = Treasury.open(new_storage_url("t.db"), master_key=MASTER_KEY, chains={CHAIN: chain})
+    tenant = make_tenant(t)
+    wallet = tenant.org.wallets.create(label="Ops").address
+    chain.faucet(wallet, "ETH", "1")
+    chain.faucet(wallet, "USDC", "100")
+    with (
+        serve(create_app(t)) as url,
+        httpx.Client(base_url=url, headers={"x-api-key": tenant.secret}, timeout=60) as api,
+    ):
+        yield {"t": t, "chain": chain, "wallet": wallet, "api": api, "tenant": tenant, "url": url}
+    t.close()
+
+
+def usdc(env: dict[str, Any]) -> int:
+    data = env["chain"].call(env["chain"].addresses["USDC"], BALANCE_OF.encode(env["wallet"]))
+    return int(BALANCE_OF.decode(data)[0])
+
+
+def count(env: dict[str, Any], table: str) -> int:
+    with env["t"].storage.read() as tx:
+        return int(tx.one(f"SELECT COUNT(*) AS n FROM {table}")["n"])
+
+
+def test_replay_and_another_body(env):
+    body = swap("deposit", env["wallet"], env["wallet"], "10")
+    headers = {"Idempotency-Key": "pay-1"}
+    first = env["api"].post("/v1/transfers", json=body, headers=headers)
+    again = env["api"].post("/v1/transfers", json=body, headers=headers)
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json() and again.headers["Idempotent-Replayed"] == "true"
+    other = env["api"].post("/v1/transfers", json={**body, "amount": "11"}, headers=headers)
+    assert other.status_code == 422
+    assert count(env, "transfers") == 1 and usdc(env) == 90_000_000
+
+
+def test_twenty_threads_on_one_key_move_value_once(env):
+    body = swap("deposit", env["wallet"], env["wallet"], "7")
+    barrier, answers, lock = threading.Barrier(20), [], threading.Lock()
+
+    def send() -> None:
+        with httpx.Client(base_url=env["url"], headers={"x-api-key": env["tenant"].secret}) as c:
+            barrier.wait()
+            r = c.post("/v1/transfers", json=body, headers={"Idempotency-Key": "race"}, timeout=60)
+        with lock:
+            answers.append(r)
+
+    threads = [threading.Thread(target=send) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    statuses = Counter(r.status_code for r in answers)
+    assert set(statuses) <= {201, 409}, statuses
+    created = [r for r in answers if r.status_code == 201]
+    assert len({r.json()["id"] for r in created}) == 1
+    assert sum("Idempotent-Replayed" not in r.headers for r in created) == 1
+    assert count(env, "transfers") == 1 and count(env, "transfer_legs") == 2
+    assert usdc(env) == 93_000_000  # one approval, one swap: the wallet paid once
+
+
+def test_a_refused_broadcast_is_502_nothing_written_and_the_retry_runs(env):
+    env["chain"].refusals = 1
+    body = swap("deposit", env["wallet"], env["wallet"], "5")
+    headers = {"Idempotency-Key": "refused"}
+    refused = env["api"].post("/v1/transfers", json=body, headers=headers)
+    assert refused.status_code == 502 and "unreachable" in refused.json()["error"]
+    assert count(env, "transfers") == count(env, "transfer_legs") == 0
+    assert count(env, "idempotency_keys") == 0 and usdc(env) == 100_000_000
+    retry = env["api"].post("/v1/transfers", json=body, headers=headers)
+    assert retry.status_code == 201 and "Idempotent-Replayed" not in retry.headers
+    assert usdc(env) == 95_000_000  # the nonces the refused signature used were reused
+
+
+def test_an_unreachable_chain_is_502_and_nothing_is_written(new_storage_url):
+    chains = {CHAIN: {"url": "http://127.0.0.1:9", "addresses": _ADDRESSES}}
+    t = Treasury.open(new_storage_url("u.db"), master_key=MASTER_KEY, chains=chains)
+    org = make_tenant(t).org
+    wallet = org.wallets.create(label="Ops").address
+    with pytest.raises(UpstreamError, match="unreachable"):
+        org.transfers.create(swap("deposit", wallet, wallet, "1"), idempotency_key="k")
+    with t.storage.read() as tx:
+        assert tx.one("SELECT COUNT(*) AS n FROM transfers")["n"] == 0
+        assert tx.one("SELECT COUNT(*) AS n FROM idempotency_keys")["n"] == 0
+    t.close()
+
+
+_ADDRESSES = {
+    key: "0x" + f"{i:02x}" * 20
+    for i, key in enumerate(("USDC", "USDT", "c0", "swap_facility", "earner_rate_source"), 1)
+}

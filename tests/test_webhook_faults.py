@@ -1,0 +1,112 @@
+"""Webhook delivery when things go wrong: a worker killed mid-batch, a name that resolves to
+a private address by the time of delivery."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from ipaddress import ip_address
+
+import pytest
+
+from treasury import Treasury
+from treasury.webhooks import targets
+
+from .conftest import MASTER_KEY, make_tenant
+from .test_webhook_delivery import deliveries, event
+from .webhook_receiver import receiving
+
+WORKER = textwrap.dedent(
+    """
+    import sys
+    from treasury import Treasury
+    t = Treasury.open(sys.argv[1], master_key="0" * 64, chains={},
+                      allow_private_webhook_urls=True)
+    while True:
+        t.run_once()
+    """
+)
+
+
+def test_a_worker_killed_mid_batch_loses_no_delivery(new_storage_url):
+    db = new_storage_url("k.db")
+    now = [datetime.now(UTC)]
+    t = Treasury.open(db, master_key=MASTER_KEY, chains={}, clock=lambda: now[0],
+                      allow_private_webhook_urls=True)  # fmt: skip
+    org = make_tenant(t).org
+    with receiving() as rx:
+
+        def slow(got: object) -> int:
+            time.sleep(0.5)  # the batch is in flight when the worker dies
+            return 204
+
+        rx.decide = slow
+        org.webhooks.create(url=rx.at(), events=["transaction.confirmed"])
+        for _ in range(100):
+            event(t, org.id)
+        worker = subprocess.Popen([sys.executable, "-c", WORKER, db], stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 60
+            while len(rx.got) < 10:
+                assert worker.poll() is None, worker.stderr.read() if worker.stderr else ""
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            worker.kill()  # SIGKILL, mid-batch
+            worker.wait(10)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+        before = set(rx.ids())
+        assert Counter(d["status"] for d in deliveries(t))["pending"] > 0  # work was cut off
+        rx.decide = None  # answer at once from now on
+        now[0] += timedelta(seconds=60)  # past the dead worker's lease
+        for _ in range(3):
+            t.run_once()
+        assert Counter(d["status"] for d in deliveries(t)) == {"delivered": 100}
+        received = Counter(rx.ids())
+        assert len(received) == 100  # every event, at least once
+        assert before <= set(received)  # the same ids: re-sent, not re-made
+    t.close()
+
+
+def test_a_name_that_resolves_to_a_private_address_at_delivery_is_not_contacted(
+    new_storage_url, monkeypatch
+):
+    """A resolver test double (DNS answers cannot be changed here): the name resolves to a
+    public address at registration, to the receiver's loopback address at delivery."""
+    with receiving() as rx:
+        port = int(rx.url.rsplit(":", 1)[1])
+        answers = {"now": "93.184.215.14"}
+        monkeypatch.setattr(targets, "resolve", lambda host, port: [ip_address(answers["now"])])
+        t = Treasury.open(new_storage_url("r.db"), master_key=MASTER_KEY, chains={})
+        org = make_tenant(t).org
+        hook = org.webhooks.create(
+            url=f"http://hooks.example.test:{port}/hook", events=["transaction.confirmed"]
+        )
+        answers["now"] = "127.0.0.1"  # rebound
+        event(t, org.id)
+        summary = t.run_once()
+        assert summary["webhooks_retried"] == 1 and rx.got == []  # not contacted
+        delivery = org.webhooks.deliveries(hook.id).data[0]
+        assert "non-public address (127.0.0.1)" in (delivery.last_error or "")
+        t.close()
+
+
+def test_a_checked_address_is_pinned_with_the_name_kept(monkeypatch):
+    monkeypatch.setattr(targets, "resolve", lambda host, port: [ip_address("93.184.215.14")])
+    pinned = targets.pin("https://hooks.example.com/in?x=1", allow_private=False)
+    assert pinned.url == "https://93.184.215.14:443/in?x=1"
+    assert pinned.host == "hooks.example.com" and pinned.sni == "hooks.example.com"
+    monkeypatch.setattr(targets, "resolve", lambda host, port: [ip_address("2606:4700::1111")])
+    assert targets.pin("http://h.example:8080/", allow_private=False).url == (
+        "http://[2606:4700::1111]:8080/"
+    )
+    monkeypatch.setattr(
+        targets, "resolve", lambda host, port: [ip_address("93.184.215.14"), ip_address("10.0.0.1")]
+    )
+    with pytest.raises(targets.TargetRefused, match=r"10\.0\.0\.1"):
+        targets.pin("http://h.example/", allow_private=False)

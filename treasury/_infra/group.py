@@ -1,0 +1,63 @@
+"""`Group`: the base of every resource group of the organization handle (`org.wallets`, …).
+
+It holds the one way an operation that creates something is run: its input parsed from
+a model, a mapping or keyword arguments (`parse_input`), then run under its
+Idempotency-Key in one of the two shapes of `idempotency`. The operation's name, which
+the idempotency fingerprint uses, is ``"<group>.<method>"`` as in the table of
+operations (`treasury.operations`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar, TypeVar
+
+from pydantic import BaseModel
+
+from ..backends.storage.base import Transaction
+from . import idempotency
+from .models import Resource
+from .runtime import Scope
+
+R = TypeVar("R", bound=Resource)
+
+
+class Group:
+    """The operations of one domain, isolated to one organization."""
+
+    #: The handle's attribute for this group, e.g. ``"wallets"``.
+    name: ClassVar[str]
+
+    def __init__(self, scope: Scope) -> None:
+        self._scope = scope
+
+    def _in_one_transaction(
+        self,
+        action: str,
+        key: str | None,
+        request: BaseModel,
+        write: Callable[[Transaction], R],
+        result: type[R],
+        path: tuple[object, ...] = (),
+    ) -> R:
+        """Run `write` in one storage transaction, at most once per Idempotency-Key
+        (`path`: the operation's path parameters, part of the fingerprint)."""
+        operation = f"{self.name}.{action}"
+        return idempotency.run(self._scope, key, operation, request, write, result, path)
+
+    def _in_two_phases(
+        self,
+        action: str,
+        key: str | None,
+        request: BaseModel,
+        prepare: Callable[[], Callable[[Transaction], str]],
+        steps: idempotency.Upstream[R],
+        result: type[R],
+        path: tuple[object, ...] = (),
+    ) -> R:
+        """Run an operation with an effect outside the database (see `idempotency`):
+        `prepare` checks and signs outside any transaction and returns the claim."""
+        operation = f"{self.name}.{action}"
+        return idempotency.run_in_two_phases(
+            self._scope, key, operation, request, prepare, steps, result, path
+        )

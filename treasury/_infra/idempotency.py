@@ -1,0 +1,330 @@
+"""Idempotency keys (draft-ietf-httpapi-idempotency-key-header, Stripe semantics).
+
+Scope is (organization, key); the fingerprint is the operation's name from the table of
+operations, its path parameters and the canonical JSON of its validated input. Same key and fingerprint,
+finished: the stored outcome is replayed. Same key, other fingerprint: 422. Same key,
+still in flight: 409. Keys live 24 hours. Outcomes that must stay retryable are never
+stored: 400, 401, 429 and every 5xx.
+
+Two shapes:
+
+* `run` — every effect of the operation is in the database. The operation runs and its
+  outcome is stored under the key in one storage transaction. If the key already holds a
+  live outcome, the insert finds it, the transaction rolls back (the operation's writes
+  with it) and the stored outcome is replayed. One extra statement on the common path.
+* `run_in_two_phases` — the operation has an effect outside the database (a provider
+  registration, a broadcast). Its `Upstream` steps run so: **claim** (write-ahead rows and
+  the key, state ``in_flight``, committed together), **perform** (the upstream call,
+  outside any transaction), **record** (the outcome and the key's ``done``, committed
+  together). A definite refusal upstream abandons the write-ahead rows and releases the
+  key, so a retry runs afresh; an ambiguous failure leaves both in flight (retries get
+  409) and a job finishes them with `finish` (the same perform and record, never a
+  guess), after which the key replays the outcome.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel
+
+from ..backends.storage.base import Row, Storage, Transaction
+from ..errors import (
+    IdempotencyInFlight,
+    IdempotencyKeyReused,
+    TreasuryError,
+    UpstreamError,
+    ValidationError,
+)
+from .clock import to_text
+from .jobs import Report
+from .models import Resource
+from .runtime import Runtime, Scope
+
+KEY_TTL = timedelta(hours=24)
+#: How long a claim's holder has before a job may take its write-ahead work over.
+LEASE = timedelta(seconds=30)
+NOT_STORED = frozenset({400, 401, 429})  # and every status >= 500
+MAX_KEY_LENGTH = 256
+
+R = TypeVar("R", bound=Resource)
+
+
+def fingerprint(operation: str, request: BaseModel, path: tuple[object, ...] = ()) -> str:
+    """SHA-256 of the operation's name, its path parameters and the validated input's
+    JSON (fields in model order)."""
+    canonical = request.model_dump_json(exclude_none=True, by_alias=True)
+    where = " ".join(str(part) for part in path)
+    return hashlib.sha256(f"{operation} {where}\n{canonical}".encode()).hexdigest()
+
+
+def check_key(key: object) -> str:
+    if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_LENGTH:
+        raise ValidationError.field(
+            "header", "Idempotency-Key", f"must be a string of 1 to {MAX_KEY_LENGTH} characters"
+        )
+    return key
+
+
+def stored(error: TreasuryError) -> bool:
+    """Whether an error is an outcome to keep under its key (404, 409, 422, ...)."""
+    return error.status not in NOT_STORED and error.status < 500
+
+
+# -- one transaction -----------------------------------------------------------------------
+
+
+def run(
+    scope: Scope,
+    key: str | None,
+    operation: str,
+    request: BaseModel,
+    write: Callable[[Transaction], R],
+    result_type: type[R],
+    path: tuple[object, ...] = (),
+) -> R:
+    """Run `write` in one transaction, at most once per (organization, key)."""
+    storage = scope.runtime.storage
+    if key is None:
+        with storage.transaction() as tx:
+            return write(tx)
+    claim = _Claim(scope, check_key(key), fingerprint(operation, request, path))
+    try:
+        with storage.transaction() as tx:
+            result = write(tx)
+            if not claim.insert(tx, "done", body=result.model_dump_json(), sealed=_secret(result)):
+                raise _Taken()  # rolls the operation back
+        return result
+    except _Taken:
+        pass
+    except TreasuryError as error:
+        if not stored(error) or claim.keep_error(storage, error):
+            raise
+    return claim.replay(storage, result_type)
+
+
+# -- two phases ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Upstream(Generic[R]):
+    """The steps after the claim of an operation with an effect outside the database.
+
+    The claim's write-ahead rows are named by a reference (a string). `perform` and
+    `record` also finish work a crash left behind, from a job: `perform` must be safe
+    to repeat (it gives the provider an idempotency key of ours, or re-sends the same
+    signed bytes) and `record` must be a no-op once recorded.
+    """
+
+    perform: Callable[[str], object]  # the upstream call, outside any transaction
+    record: Callable[[Transaction, str, object], R]  # the outcome, guarded
+    abandon: Callable[[Transaction, str], None]  # undo the write-ahead rows
+
+
+def run_in_two_phases(
+    scope: Scope,
+    key: str | None,
+    operation: str,
+    request: BaseModel,
+    prepare: Callable[[], Callable[[Transaction], str]],
+    steps: Upstream[R],
+    result_type: type[R],
+    path: tuple[object, ...] = (),
+) -> R:
+    """Unless the key already holds an outcome (replayed) or a claim (409): `prepare`
+    (checks and signing, outside any transaction) gives the claim, which writes the
+    write-ahead rows with the key and returns their reference; then perform upstream
+    outside any transaction, and record (see the module doc)."""
+    storage = scope.runtime.storage
+    hold = (
+        None
+        if key is None
+        else _Claim(scope, check_key(key), fingerprint(operation, request, path))
+    )
+    try:
+        if hold is not None and hold.held(storage):
+            raise _Taken()
+        claim = prepare()
+        with storage.transaction() as tx:
+            ref = claim(tx)
+            if hold is not None and not hold.insert(tx, "in_flight", resource=ref):
+                raise _Taken()  # rolls the claim back
+    except _Taken:
+        assert hold is not None
+        return hold.replay(storage, result_type)
+    except TreasuryError as error:
+        if hold is None or not stored(error) or hold.keep_error(storage, error):
+            raise
+        return hold.replay(storage, result_type)
+    return finish(scope.runtime, scope.org_id, ref, steps)
+
+
+def finish(runtime: Runtime, org_id: str, ref: str, steps: Upstream[R]) -> R:
+    """Perform and record a claimed operation, completing its key (requests and jobs)."""
+    storage = runtime.storage
+    try:
+        outcome = steps.perform(ref)
+    except UpstreamError as error:
+        if not error.ambiguous:
+            with storage.transaction() as tx:
+                steps.abandon(tx, ref)
+                _settle(runtime, tx, org_id, ref, None)
+        raise
+    except TreasuryError as error:  # refused upstream for a reason of the request's own
+        with storage.transaction() as tx:
+            steps.abandon(tx, ref)
+            _settle(runtime, tx, org_id, ref, error if stored(error) else None)
+        raise
+    with storage.transaction() as tx:
+        result = steps.record(tx, ref, outcome)
+        body, outcome = _kept(runtime, result.model_dump_json(), _secret(result))
+        tx.execute(
+            "UPDATE idempotency_keys SET state = 'done', body = ?, outcome = ?"
+            " WHERE org_id = ? AND resource = ? AND state = 'in_flight'",
+            (body, outcome, org_id, ref),
+        )
+    return result
+
+
+def _settle(
+    runtime: Runtime, tx: Transaction, org_id: str, ref: str, error: TreasuryError | None
+) -> None:
+    """After an abandoned claim: keep a storable error under its key, else free the key."""
+    if error is None:
+        tx.execute(
+            "DELETE FROM idempotency_keys WHERE org_id = ? AND resource = ? AND state = 'in_flight'",
+            (org_id, ref),
+        )
+        return
+    tx.execute(
+        "UPDATE idempotency_keys SET state = 'done', status = ?, body = ?"
+        " WHERE org_id = ? AND resource = ? AND state = 'in_flight'",
+        (error.status, json.dumps(error.to_body()), org_id, ref),
+    )
+
+
+_PURPOSE = "idempotency-outcome"
+
+
+def _secret(result: Resource) -> bool:
+    """Whether a result holds something only ever stored encrypted (a webhook's secret,
+    a routing number): its type says so (`Resource.sealed_at_rest`)."""
+    return type(result).sealed_at_rest
+
+
+def _kept(runtime: Runtime, body: str, sealed: bool) -> tuple[str | None, bytes | None]:
+    """An outcome as stored: in the clear (`body`), or encrypted (`outcome`)."""
+    if sealed:
+        return None, runtime.secrets.encrypt(_PURPOSE, body)
+    return body, None
+
+
+# -- the key's row -------------------------------------------------------------------------
+
+
+class _Taken(Exception):
+    """The key already holds a live outcome or claim: undo this run and replay that."""
+
+
+class _Claim:
+    """One request's hold on (organization, key)."""
+
+    def __init__(self, scope: Scope, key: str, print_: str) -> None:
+        self.runtime, self.org_id, self.key, self.print = scope.runtime, scope.org_id, key, print_
+        self.now: datetime = scope.runtime.now()
+
+    def insert(
+        self,
+        tx: Transaction,
+        state: str,
+        *,
+        status: int | None = None,
+        body: str | None = None,
+        sealed: bool = False,
+        resource: str | None = None,
+    ) -> bool:
+        """Hold the key (taking over a finished, expired one); False if it is taken."""
+        return bool(
+            tx.execute(
+                "INSERT INTO idempotency_keys (org_id, key, fingerprint, state, status, body,"
+                " outcome, resource, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (org_id, key) DO UPDATE SET"
+                " fingerprint = excluded.fingerprint, state = excluded.state,"
+                " status = excluded.status, body = excluded.body, outcome = excluded.outcome,"
+                " resource = excluded.resource,"
+                " created_at = excluded.created_at, expires_at = excluded.expires_at"
+                " WHERE idempotency_keys.expires_at <= excluded.created_at"
+                " AND idempotency_keys.state = 'done'",
+                (
+                    self.org_id,
+                    self.key,
+                    self.print,
+                    state,
+                    status,
+                    *(_kept(self.runtime, body, sealed) if body is not None else (None, None)),
+                    resource,
+                    to_text(self.now),
+                    to_text(self.now + KEY_TTL),
+                ),
+            )
+        )
+
+    def keep_error(self, storage: Storage, error: TreasuryError) -> bool:
+        """Store a 4xx outcome after its operation rolled back; False if the key was
+        taken meanwhile (then that outcome is the one to replay)."""
+        with storage.transaction() as tx:
+            body = json.dumps(error.to_body())
+            return self.insert(tx, "done", status=error.status, body=body)
+
+    def held(self, storage: Storage) -> bool:
+        """Whether the key already holds a live outcome, or a claim in flight."""
+        with storage.read() as tx:
+            row = tx.one(
+                "SELECT 1 AS held FROM idempotency_keys WHERE org_id = ? AND key = ?"
+                " AND (expires_at > ? OR state <> 'done')",
+                (self.org_id, self.key, to_text(self.now)),
+            )
+        return row is not None
+
+    def replay(self, storage: Storage, result_type: type[R]) -> R:
+        with storage.read() as tx:
+            row = tx.one(
+                "SELECT fingerprint, state, status, body, outcome FROM idempotency_keys"
+                " WHERE org_id = ? AND key = ? AND expires_at > ?",
+                (self.org_id, self.key, to_text(self.now)),
+            )
+        if row is None:  # stored and expired within this call: vanishingly rare
+            raise IdempotencyInFlight()
+        return _replay(self.runtime, row, self.print, result_type)
+
+
+def _replay(runtime: Runtime, row: Row, print_: str, result_type: type[R]) -> R:
+    if row["fingerprint"] != print_:
+        raise IdempotencyKeyReused()
+    if row["state"] != "done":
+        raise IdempotencyInFlight()
+    sealed = row["outcome"]
+    text = row["body"] if sealed is None else runtime.secrets.decrypt(_PURPOSE, bytes(sealed))
+    body = json.loads(text)
+    if row["status"] is not None and row["status"] >= 400:
+        error = TreasuryError.from_body(row["status"], body)
+        error.replayed = True
+        raise error
+    result = result_type.model_validate(body)
+    result.mark_replayed()
+    return result
+
+
+def purge_expired_keys(runtime: Runtime, report: Report) -> None:
+    """Job: forget finished keys older than 24 hours."""
+    with runtime.storage.transaction() as tx:
+        purged = tx.execute(
+            "DELETE FROM idempotency_keys WHERE expires_at <= ? AND state = 'done'",
+            (runtime.now_text(),),
+        )
+    report.add(idempotency_keys_purged=purged)

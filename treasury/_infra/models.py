@@ -1,0 +1,145 @@
+"""Shared field types and base classes of every request and response model."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StringConstraints,
+    computed_field,
+)
+from pydantic.alias_generators import to_camel
+
+ADDRESS_PATTERN = r"^0x[a-fA-F0-9]{40}$"
+HASH_PATTERN = r"^0x[a-fA-F0-9]{64}$"
+ZERO_ADDRESS = "0x" + "0" * 40
+
+
+def _lowercase(value: str) -> str:
+    return value.lower()
+
+
+def _not_zero(value: str) -> str:
+    if value == ZERO_ADDRESS:
+        raise ValueError("must not be the zero address")
+    return value
+
+
+Address = Annotated[str, StringConstraints(pattern=ADDRESS_PATTERN), AfterValidator(_lowercase)]
+"""`0x` + 40 hex characters, any case in, lowercase out."""
+
+NonZeroAddress = Annotated[Address, AfterValidator(_not_zero)]
+
+Label = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+"""A human-readable name of 1 to 100 characters."""
+
+RowId = Annotated[int, Field(ge=1, le=2**63 - 1)]
+"""An integer id as the API shows it (per organization) and databases store it (64-bit)."""
+
+ChainId = Annotated[int, Field(ge=1, le=2**63 - 1)]
+"""An EVM chain id."""
+
+SortField = Literal["created_at", "label"]
+SortOrder = Literal["asc", "desc"]
+
+T = TypeVar("T")
+
+
+class Body(BaseModel):
+    """A request body: unknown fields are refused, strings are not coerced."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class Resource(BaseModel):
+    """A response resource: snake_case in Python, camelCase in JSON."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        serialize_by_alias=True,
+        frozen=True,
+    )
+
+    _replayed: bool = PrivateAttr(default=False)
+
+    #: Whether this resource holds something only ever stored encrypted (a secret shown
+    #: once, a routing number): its idempotent replay is then kept encrypted too.
+    sealed_at_rest: ClassVar[bool] = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON-ready dict that the HTTP API returns."""
+        return self.model_dump(mode="json")
+
+    @property
+    def replayed(self) -> bool:
+        """True when an Idempotency-Key replayed this result instead of running again."""
+        return self._replayed
+
+    def mark_replayed(self) -> None:
+        self._replayed = True
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when the JSON is equal: a replay equals the original."""
+        if not isinstance(other, Resource):
+            return NotImplemented
+        return type(self) is type(other) and self.to_json() == other.to_json()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Timestamped(Resource):
+    created_at: datetime
+    updated_at: datetime
+
+
+class ListOf(Resource, Generic[T]):
+    """`{"data": [...], "count": n}` with `count == len(data)`."""
+
+    data: list[T]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def count(self) -> int:
+        return len(self.data)
+
+
+class PageQuery(Body):
+    """The query of a keyset-paginated list: `limit` and the `cursor` of the last page."""
+
+    model_config = ConfigDict(extra="ignore", strict=False, frozen=True)
+
+    limit: Annotated[int, Field(ge=1, le=200)] = 50
+    cursor: Annotated[str, StringConstraints(max_length=512)] | None = None
+
+
+class Page(Resource, Generic[T]):
+    """`{"data": [...], "nextCursor": str | null, "count": n}`, newest first; `next_cursor`
+    is None on the last page."""
+
+    data: list[T]
+    next_cursor: str | None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def count(self) -> int:
+        return len(self.data)
+
+
+class ListQuery(Body):
+    """`sort` and `order` of the wallet and recipient lists."""
+
+    model_config = ConfigDict(extra="ignore", strict=False, frozen=True)
+
+    sort: SortField = "created_at"
+    order: SortOrder = "asc"
+
+
+class Deleted(Resource):
+    deleted: bool = True

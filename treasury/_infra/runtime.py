@@ -1,0 +1,43 @@
+"""What every operation works with: the backends, the secret box, the clock, the settings;
+and `Scope`, one organization's view of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..backends.custody.base import Custody
+from ..backends.fiat.base import FiatProvider
+from ..backends.storage.base import Storage
+from ..evm.signing import Signer
+from .chains import ChainRegistry
+from .clock import Clock, to_text
+from .crypto import SecretBox
+
+
+@dataclass(frozen=True)
+class Runtime:
+    storage: Storage
+    secrets: SecretBox
+    custody: Custody
+    fiat: FiatProvider
+    clock: Clock
+    chains: ChainRegistry
+    signer: Signer
+    allow_private_webhook_urls: bool = False
+    sweep_minimum: str = "1.00"
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def now_text(self) -> str:
+        return to_text(self.clock())
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One organization's view: every query an operation makes is filtered by `org_id`."""
+
+    runtime: Runtime
+    org_id: str
+    user_id: str

@@ -1,0 +1,112 @@
+"""SQL the domains share: list ordering, per-organization numbers, keyset pages, leases."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from ..backends.storage.base import Params, Row, Transaction
+from .models import ListQuery
+
+_SORT_COLUMNS = {"created_at": "created_at", "label": "label"}
+
+
+def order_by(query: ListQuery, tiebreak: str = "id") -> str:
+    """A whitelisted ORDER BY clause for `sort`/`order`, ties broken by `tiebreak`."""
+    direction = "DESC" if query.order == "desc" else "ASC"
+    return f"ORDER BY {_SORT_COLUMNS[query.sort]} {direction}, {tiebreak} {direction}"
+
+
+#: The tables whose rows the API numbers per organization (rows never hard-deleted once shown).
+NUMBERED = frozenset({"wallets", "recipients", "bank_accounts", "webhooks"})
+
+
+def insert_numbered(
+    tx: Transaction, table: str, org_id: str, values: dict[str, Any], returning: str | None = None
+) -> Row | None:
+    """Insert a row of `table` numbered in its organization: 1, 2, 3, ... never reused
+    (shown rows are only ever deleted softly), one tenant's numbers telling nothing of
+    another's. The number is ``MAX(number) + 1`` of the organization, read in the same
+    statement from the (org_id, number) index, under a lock that serialises the
+    organization's writers of the table (SQLite's writers are serial already). The row
+    `returning` names, if any."""
+    tx.lock(f"numbers:{table}:{org_id}")
+    return tx.one(
+        _numbered_insert(table, tuple(values), returning), (org_id, org_id, *values.values())
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _numbered_insert(table: str, columns: tuple[str, ...], returning: str | None) -> str:
+    assert table in NUMBERED
+    marks = ", ".join("?" * len(columns))
+    number = f"(SELECT COALESCE(MAX(number), 0) + 1 FROM {table} WHERE org_id = ?)"
+    sql = (
+        f"INSERT INTO {table} (org_id, number, {', '.join(columns)}) VALUES (?, {number}, {marks})"
+    )
+    return sql if returning is None else f"{sql} RETURNING {returning}"
+
+
+def keyset_page(
+    tx: Transaction,
+    select: str,
+    params: Sequence[Any],
+    after: tuple[Any, Any] | None,
+    limit: int,
+    key: str = "id",
+) -> tuple[list[Row], tuple[Any, Any] | None]:
+    """One page of ``select`` (a query with a WHERE clause over a table with `created_at`
+    and a unique `key` column, selected too), newest first, strictly after the position
+    `after`; and the position of its last row when another page follows. The cost does
+    not grow with depth: the position is a seek on an index of (…, created_at, key),
+    never an OFFSET."""
+    sql, args = select, list(params)
+    if after is not None:
+        sql += f" AND (created_at, {key}) < (?, ?)"
+        args += list(after)
+    rows = tx.query(sql + f" ORDER BY created_at DESC, {key} DESC LIMIT ?", (*args, limit + 1))
+    if len(rows) <= limit:
+        return rows, None
+    last = rows[limit - 1]
+    return rows[:limit], (last["created_at"], last[key])
+
+
+def lease_rows(
+    tx: Transaction,
+    table: str,
+    *,
+    key: str,
+    free: str,
+    params: Params,
+    order_by: str,
+    limit: int,
+    until: str,
+    returning: str,
+) -> list[Row]:
+    """Lease up to `limit` rows of `table` that are `free` (a condition on `params`), in
+    `order_by` order: their ``lease_until`` becomes `until`; `returning` of each.
+
+    Concurrent callers never take the same row and never wait on each other's: the rows
+    are picked first, skipping those another transaction holds (`Transaction.skip_locked`),
+    and the UPDATE re-checks `free` on each row it locks. The pick is a CTE so it runs
+    once (as a sub-select PostgreSQL may run it again per row, leasing more than
+    `limit`)."""
+    return tx.query(
+        f"WITH picked AS (SELECT {key} FROM {table} WHERE {free}"
+        f" ORDER BY {order_by} LIMIT ?{tx.skip_locked})"
+        f" UPDATE {table} SET lease_until = ? WHERE {free}"
+        f" AND {key} IN (SELECT {key} FROM picked) RETURNING {returning}",
+        (*params, limit, until, *params),
+    )
+
+
+def take_expired_leases(
+    tx: Transaction, table: str, key: str, where: str, now: str, until: str, limit: int
+) -> list[Row]:
+    """Take over up to `limit` rows of `table` matching `where` whose ``lease_until`` has
+    passed: their lease moves to `until` and they are returned (`key` and ``org_id``)."""
+    return lease_rows(
+        tx, table, key=key, free=f"{where} AND lease_until <= ?", params=(now,),
+        order_by="lease_until", limit=limit, until=until, returning=f"{key}, org_id",
+    )  # fmt: skip

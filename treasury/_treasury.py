@@ -1,0 +1,236 @@
+"""`Treasury`: the framework-agnostic core every front end (HTTP, CLI, notebooks) uses;
+`OrganizationHandle`: one organization's operations; `JOBS`: the background work."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Generic, Self, TypeVar
+
+from ._infra import plugins
+from ._infra.chains import ChainRegistry, ChainSpec
+from ._infra.clock import Clock, system_clock
+from ._infra.crypto import SecretBox, resolve_master_key
+from ._infra.idempotency import purge_expired_keys
+from ._infra.jobs import BackgroundWorker, Job, RunSummary, run_pass
+from ._infra.ratelimit import Quota, RateLimiter
+from ._infra.runtime import Runtime, Scope
+from ._infra.schema import migrate
+from .admin import Admin
+from .backends.custody.base import Custody, CustodyContext
+from .backends.fiat.base import FiatContext, FiatProvider
+from .backends.storage.base import Storage
+from .balances import Balances
+from .bank_accounts import BankAccounts
+from .bank_accounts.operations import finish_registrations
+from .config import Settings
+from .errors import AuthenticationError
+from .evm.signing import Signer
+from .recipients import Recipients
+from .swaps import Swaps
+from .test_helpers import TestHelpers
+from .transactions import Transactions
+from .transactions.indexer import index_transactions
+from .transfers import Transfers
+from .transfers.jobs import advance_transfers, finish_transfers
+from .virtual import VirtualAccountGroup, VirtualWalletGroup
+from .virtual.sweep import sweep_virtual_wallets
+from .wallets import Wallets
+from .webhooks import Webhooks
+from .webhooks.dispatcher import deliver_webhooks
+from .yields import Yields
+from .yields.artifacts import YieldArtifacts
+
+#: The background jobs, in the order a pass runs them. Adding a job is adding an entry.
+JOBS: tuple[Job, ...] = (
+    Job("finish_bank_account_registrations", finish_registrations),
+    Job("finish_transfers", finish_transfers),
+    Job("index_transactions", index_transactions),
+    Job("advance_transfers", advance_transfers),
+    Job("sweep_virtual_wallets", sweep_virtual_wallets),
+    Job("deliver_webhooks", deliver_webhooks),
+    Job("purge_idempotency_keys", purge_expired_keys),
+)
+
+
+G = TypeVar("G")
+
+
+class _Group(Generic[G]):
+    """A resource group of the handle, made on first use (most requests use one)."""
+
+    def __init__(self, make: Callable[[Scope], G]) -> None:
+        self._make = make
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, handle: OrganizationHandle, owner: type | None = None) -> G:
+        group = handle.__dict__[self._name] = self._make(handle.scope)
+        return group
+
+
+class OrganizationHandle:
+    """One organization's operations, grouped by resource, isolated to it."""
+
+    wallets = _Group(Wallets)
+    recipients = _Group(Recipients)
+    bank_accounts = _Group(BankAccounts)
+    webhooks = _Group(Webhooks)
+    balances = _Group(Balances)
+    swaps = _Group(Swaps)
+    transactions = _Group(Transactions)
+    yields = _Group(Yields)
+    transfers = _Group(Transfers)
+    virtual_account = _Group(VirtualAccountGroup)
+    virtual_wallet = _Group(VirtualWalletGroup)
+    test_helpers = _Group(TestHelpers)
+
+    def __init__(self, scope: Scope, api_key_id: str | None = None):
+        self.scope = scope
+        self.id = scope.org_id
+        self.user_id = scope.user_id
+        self.api_key_id = api_key_id
+        self.quota: Quota | None = None  # set by `Treasury.authenticate`
+
+    def require_chain(self, chain_id: int) -> None:
+        """Nothing if `chain_id` is configured, else the 404 of an unsupported chain."""
+        self.scope.runtime.chains.require(chain_id)
+
+    def __repr__(self) -> str:
+        return f"<treasury.OrganizationHandle {self.id}>"
+
+
+class Treasury:
+    """The treasury service. Thread-safe: one instance serves a threaded server and a worker."""
+
+    def __init__(self, runtime: Runtime, settings: Settings):
+        self._runtime = runtime
+        self.settings = settings
+        self.admin = Admin(runtime)
+        self.yield_artifacts = YieldArtifacts(runtime)
+        self.rate_limiter = RateLimiter(
+            settings.rate_limit, settings.rate_limit_storage, settings.anonymous_rate_limit
+        )
+
+    @classmethod
+    def open(
+        cls,
+        storage: str | Storage | None = None,
+        *,
+        chains: Mapping[int, ChainSpec] | None = None,
+        fiat: str | FiatProvider | None = None,
+        custody: str | Custody | None = None,
+        master_key: str | bytes | None = None,
+        allow_private_webhook_urls: bool | None = None,
+        clock: Clock | None = None,
+        rate_limit: str | None = None,
+        rate_limit_storage: str | None = None,
+        settings: Settings | None = None,
+    ) -> Treasury:
+        """Open (and migrate) a treasury. Arguments win over `TREASURY_*`, then defaults.
+
+        Backends are URLs whose scheme names an entry point, or instances (which win).
+        """
+        urls = {
+            "storage": storage if isinstance(storage, str) else None,
+            "fiat": fiat if isinstance(fiat, str) else None,
+            "custody": custody if isinstance(custody, str) else None,
+            "allow_private_webhook_urls": allow_private_webhook_urls,
+            "rate_limit": rate_limit,
+            "rate_limit_storage": rate_limit_storage,
+            "chains": chains,
+        }
+        settings = (settings or Settings.load()).merged(
+            {k: v for k, v in urls.items() if v is not None}
+        )
+        clock = clock or system_clock
+        store = plugins.resolve("storage", storage or settings.storage, Storage)
+        key = master_key if master_key is not None else settings.master_key
+        secrets = SecretBox(resolve_master_key(key, store.key_file, durable=store.durable))
+        custodian = plugins.resolve("custody", custody or settings.custody, Custody)
+        custodian.bind(CustodyContext(store, secrets.derive("encrypt:custody-private-key"), clock))
+        runtime = Runtime(
+            storage=store,
+            secrets=secrets,
+            custody=custodian,
+            fiat=plugins.resolve("fiat", fiat or settings.fiat, FiatProvider),
+            clock=clock,
+            chains=ChainRegistry(settings.chains, settings.primary_chain),
+            signer=Signer(custodian),
+            allow_private_webhook_urls=settings.allow_private_webhook_urls,
+            sweep_minimum=settings.sweep_minimum,
+        )
+        runtime.fiat.bind(FiatContext(chain=runtime.chains.get))
+        migrate(store, now=runtime.now_text())
+        return cls(runtime, settings)
+
+    def for_api_key(self, secret: str | None) -> OrganizationHandle:
+        """The organization a key belongs to; 401-type errors exactly as the specification."""
+        key = self.admin.verified(secret)
+        return OrganizationHandle(Scope(self._runtime, key["org_id"], key["user_id"]), key["id"])
+
+    def authenticate(self, secret: str | None, *, client: str = "unknown") -> OrganizationHandle:
+        """`for_api_key` plus one request counted (HTTP use): against the key, whose
+        standing is the handle's `quota`; or, when the key is refused, against the
+        `client` address, which past its own limit is answered 429 instead of 401."""
+        try:
+            org = self.for_api_key(secret)
+        except AuthenticationError:
+            self.rate_limiter.hit_address(client)
+            raise
+        assert org.api_key_id is not None
+        org.quota = self.rate_limiter.hit_key(org.api_key_id)
+        return org
+
+    def for_organization(self, org_id: str, *, user_id: str = "system") -> OrganizationHandle:
+        """Trusted in-process access to an organization, without an API key."""
+        self.admin.get_organization(org_id)
+        return OrganizationHandle(Scope(self._runtime, org_id, user_id))
+
+    def chain(self, chain_id: int) -> Any:
+        """The backend of a configured chain (the devnet adds `faucet`); 404 if unknown."""
+        return self._runtime.chains.get(chain_id)
+
+    def run_once(self) -> RunSummary:
+        """One pass of every background job (`JOBS`, in order), each isolated: a failing
+        job, or a failing part of one (a chain), is reported and the rest goes on."""
+        return run_pass(self._runtime, JOBS)
+
+    def run_in_background(
+        self,
+        interval: float = 5.0,
+        on_pass: Callable[[RunSummary], None] | None = None,
+    ) -> BackgroundWorker:
+        """Passes of `run_once` every `interval` seconds in a daemon thread, started; what
+        `treasury serve` runs. Call `.stop()` (or use it as a context manager) to end it.
+        The chains are opened first, in the caller's thread (a chain that fails to open
+        is left to the jobs, which report it)."""
+        for chain_id in self._runtime.chains.ids():
+            with contextlib.suppress(Exception):
+                self._runtime.chains.get(chain_id)
+        return BackgroundWorker(self.run_once, interval, on_pass).start()
+
+    def now(self) -> datetime:
+        return self._runtime.now()
+
+    @property
+    def storage(self) -> Storage:
+        return self._runtime.storage
+
+    def close(self) -> None:
+        self._runtime.chains.close()
+        self._runtime.storage.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

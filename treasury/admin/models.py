@@ -1,0 +1,30 @@
+"""Organizations and API keys as the admin operations return them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from .._infra.models import Resource
+
+
+class Organization(Resource):
+    id: str
+    name: str
+    created_at: datetime
+
+
+class ApiKey(Resource):
+    """An API key as listed: never its secret."""
+
+    id: str
+    organization_id: str
+    user_id: str
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+
+class CreatedApiKey(ApiKey):
+    """The creation result: `secret` is shown this once and stored only as a hash."""
+
+    secret: str

@@ -1,0 +1,131 @@
+"""Administration: organizations and API keys (the dashboard's side of the service)."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from datetime import datetime
+
+from .._infra.clock import to_text
+from .._infra.crypto import hash_secret, same_secret
+from .._infra.runtime import Runtime
+from ..backends.storage.base import Row
+from ..errors import AuthenticationError, NotFound, ValidationError
+from .models import ApiKey, CreatedApiKey, Organization
+
+KEY_PREFIX = "trk_"
+_KEY_COLUMNS = "id, org_id, user_id, secret_hash, created_at, expires_at, revoked_at"
+
+
+def _api_key(row: Row) -> ApiKey:
+    return ApiKey.model_validate(row | {"organization_id": row["org_id"]})
+
+
+class Admin:
+    """Trusted operations: nothing here is reachable through the /v1 API."""
+
+    def __init__(self, runtime: Runtime):
+        self._runtime = runtime
+
+    def create_organization(self, name: str) -> Organization:
+        if not isinstance(name, str) or not 1 <= len(name.strip()) <= 200:
+            raise ValidationError.field("body", "name", "must be 1 to 200 characters")
+        org = Organization(id=str(uuid.uuid4()), name=name.strip(), created_at=self._runtime.now())
+        with self._runtime.storage.transaction() as tx:
+            tx.execute(
+                "INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)",
+                (org.id, org.name, to_text(org.created_at)),
+            )
+        return org
+
+    def get_organization(self, org_id: str) -> Organization:
+        with self._runtime.storage.read() as tx:
+            row = tx.one("SELECT id, name, created_at FROM organizations WHERE id = ?", (org_id,))
+        if row is None:
+            raise NotFound("Organization not found")
+        return Organization.model_validate(row)
+
+    def list_organizations(self) -> list[Organization]:
+        with self._runtime.storage.read() as tx:
+            rows = tx.query("SELECT id, name, created_at FROM organizations ORDER BY created_at")
+        return [Organization.model_validate(row) for row in rows]
+
+    def create_api_key(
+        self, org_id: str, *, user_id: str, expires_at: datetime | None = None
+    ) -> CreatedApiKey:
+        """A new key for `org_id` acting as `user_id`; its secret is returned this once."""
+        self.get_organization(org_id)
+        if not isinstance(user_id, str) or not 1 <= len(user_id) <= 200:
+            raise ValidationError.field("body", "user_id", "must be 1 to 200 characters")
+        if expires_at is not None and expires_at.tzinfo is None:
+            raise ValidationError.field("body", "expires_at", "must be timezone-aware")
+        key_id = "key_" + secrets.token_hex(8)
+        secret = f"{KEY_PREFIX}{key_id[4:]}_{secrets.token_urlsafe(32)}"
+        now = self._runtime.now()
+        with self._runtime.storage.transaction() as tx:
+            tx.execute(
+                f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                (
+                    key_id,
+                    org_id,
+                    user_id,
+                    hash_secret(secret),
+                    to_text(now),
+                    None if expires_at is None else to_text(expires_at),
+                ),
+            )
+        return CreatedApiKey(
+            id=key_id,
+            organization_id=org_id,
+            user_id=user_id,
+            created_at=now,
+            expires_at=expires_at,
+            revoked_at=None,
+            secret=secret,
+        )
+
+    def list_api_keys(self, org_id: str | None = None) -> list[ApiKey]:
+        where, params = ("WHERE org_id = ?", (org_id,)) if org_id else ("", ())
+        with self._runtime.storage.read() as tx:
+            rows = tx.query(
+                f"SELECT {_KEY_COLUMNS} FROM api_keys {where} ORDER BY created_at", params
+            )
+        return [_api_key(row) for row in rows]
+
+    def revoke_api_key(self, key_id: str) -> ApiKey:
+        with self._runtime.storage.transaction() as tx:
+            tx.execute(
+                "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                (self._runtime.now_text(), key_id),
+            )
+            row = tx.one(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE id = ?", (key_id,))
+        if row is None:
+            raise NotFound("API key not found")
+        return _api_key(row)
+
+    def verify_api_key(self, secret: str | None) -> ApiKey:
+        """The key a secret belongs to, or the specification's 401 for it."""
+        return _api_key(self.verified(secret))
+
+    def verified(self, secret: str | None) -> Row:
+        """The stored row of the key a secret belongs to (`id`, `org_id`, `user_id`, ...),
+        or the 401 for it: API key required / Unauthorized / API key expired."""
+        if not secret:
+            raise AuthenticationError("API key required")
+        key_id = _key_id(secret)
+        with self._runtime.storage.read() as tx:
+            row = tx.one(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE id = ?", (key_id,))
+        if row is None or not same_secret(secret, row["secret_hash"]) or row["revoked_at"]:
+            raise AuthenticationError("Unauthorized")
+        if row["expires_at"] is not None and row["expires_at"] <= self._runtime.now_text():
+            raise AuthenticationError("API key expired")
+        return row
+
+
+def _key_id(secret: str) -> str:
+    """`trk_<id>_<random>` names its key's id; anything else names none."""
+    body = secret.removeprefix(KEY_PREFIX)
+    key_id, _, rest = body.partition("_")
+    if body == secret or not rest:
+        return "key_-"
+    return "key_" + key_id

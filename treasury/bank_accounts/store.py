@@ -1,0 +1,73 @@
+"""The bank_accounts table. A row is written ``registering`` before the provider hears
+of the account (write-ahead), and becomes ``registered`` once the provider answered;
+only registered rows are ever shown."""
+
+from __future__ import annotations
+
+from .._infra.sql import insert_numbered
+from ..backends.storage.base import Row, Transaction
+
+COLUMNS = (
+    "number, external_id, org_id, user_id, bank_name, business_name, account_owner_name,"
+    " account_owner_type, account_type, currency, checking_or_savings, account_number_last4,"
+    " routing_number, active, created_at, updated_at"
+)
+_REGISTERED = "org_id = ? AND state = 'registered'"
+
+
+def insert_registering(
+    tx: Transaction, org_id: str, external_id: str, values: dict[str, object], lease_until: str
+) -> None:
+    """The write-ahead row of a registration (`values`: column -> value)."""
+    row = {"external_id": external_id, "state": "registering", "lease_until": lease_until}
+    insert_numbered(tx, "bank_accounts", org_id, {**row, "active": 1, **values})
+
+
+def registration(tx: Transaction, external_id: str) -> Row | None:
+    """What the provider is to be told of a registration (sealed numbers included)."""
+    return tx.one(
+        "SELECT org_id, bank_name, business_name, account_owner_name, account_owner_type,"
+        " currency, checking_or_savings, account_number, routing_number, address"
+        " FROM bank_accounts WHERE external_id = ? AND state = 'registering'",
+        (external_id,),
+    )
+
+
+def mark_registered(tx: Transaction, external_id: str, provider_id: str, now: str) -> Row | None:
+    """Record the provider's answer (a no-op if it was recorded); the row as shown, or
+    None if the registration was abandoned meanwhile."""
+    tx.execute(
+        "UPDATE bank_accounts SET state = 'registered', provider_account_id = ?,"
+        " lease_until = NULL, updated_at = ? WHERE external_id = ? AND state = 'registering'",
+        (provider_id, now, external_id),
+    )
+    return tx.one(f"SELECT {COLUMNS} FROM bank_accounts WHERE external_id = ?", (external_id,))
+
+
+def remove_registering(tx: Transaction, external_id: str) -> None:
+    tx.execute(
+        "DELETE FROM bank_accounts WHERE external_id = ? AND state = 'registering'",
+        (external_id,),
+    )
+
+
+def registered(tx: Transaction, org_id: str) -> list[Row]:
+    return tx.query(
+        f"SELECT {COLUMNS} FROM bank_accounts WHERE {_REGISTERED} ORDER BY number", (org_id,)
+    )
+
+
+def by_external_id(tx: Transaction, org_id: str, external_id: str) -> Row | None:
+    return tx.one(
+        f"SELECT {COLUMNS} FROM bank_accounts WHERE {_REGISTERED} AND external_id = ?",
+        (org_id, external_id),
+    )
+
+
+def provider_account(tx: Transaction, org_id: str, external_id: str) -> Row | None:
+    """A registered account's display fields and its provider id, by our uuid."""
+    return tx.one(
+        "SELECT external_id, bank_name, account_owner_name, account_number_last4,"
+        f" provider_account_id FROM bank_accounts WHERE {_REGISTERED} AND external_id = ?",
+        (org_id, external_id),
+    )

@@ -1,0 +1,5 @@
+"""``python -m treasury.cli``."""
+
+from . import main
+
+main(prog_name="treasury")

@@ -1,0 +1,146 @@
+"""Set up and administer: ``init``, ``orgs`` and ``keys``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import click
+
+from ..admin import Organization
+from ._shared import (
+    command,
+    emit,
+    fail,
+    key_status,
+    open_treasury,
+    parse_expiry,
+    redacted,
+    secret_lines,
+    table,
+    when,
+)
+
+
+@click.command()
+@click.option(
+    "--org-name", default="My organization", show_default=True, help="First organization."
+)
+@click.option("--user-id", default="admin", show_default=True, help="User the first key acts as.")
+@click.option("--force", is_flag=True, help="Add another organization if some already exist.")
+@command
+@click.pass_context
+def init(ctx: click.Context, org_name: str, user_id: str, force: bool) -> None:
+    """Create the database, its first organization and first API key."""
+    t = open_treasury(ctx)
+    existing = t.admin.list_organizations()
+    if existing and not force:
+        fail(
+            ctx,
+            f"already initialized ({len(existing)} organization(s) in"
+            f" {redacted(t.settings.storage)}); use --force to add another organization,"
+            " or `treasury keys create ORG_ID` for a new key",
+        )
+    org = t.admin.create_organization(org_name)
+    key = t.admin.create_api_key(org.id, user_id=user_id)
+    emit(
+        ctx,
+        {"organization": org.to_json(), "apiKey": key.to_json()},
+        lambda: [
+            f"Initialized {redacted(t.settings.storage)}",
+            f"Organization {org.id} ({org.name})",
+            *secret_lines(key),
+        ],
+    )
+
+
+@click.group()
+def orgs() -> None:
+    """Organizations."""
+
+
+@orgs.command("create")
+@click.argument("name")
+@command
+@click.pass_context
+def orgs_create(ctx: click.Context, name: str) -> None:
+    """Create an organization named NAME."""
+    org = open_treasury(ctx).admin.create_organization(name)
+    emit(ctx, org.to_json(), lambda: [f"Organization {org.id} ({org.name})"])
+
+
+@orgs.command("list")
+@command
+@click.pass_context
+def orgs_list(ctx: click.Context) -> None:
+    """List organizations, oldest first."""
+    found: list[Organization] = open_treasury(ctx).admin.list_organizations()
+    emit(
+        ctx,
+        {"data": [o.to_json() for o in found], "count": len(found)},
+        lambda: table(
+            ("ID", "NAME", "CREATED"), [(o.id, o.name, when(o.created_at)) for o in found]
+        ),
+    )
+
+
+@click.group()
+def keys() -> None:
+    """API keys (secrets are shown once, on creation)."""
+
+
+@keys.command("create")
+@click.argument("org_id")
+@click.option("--user-id", default="admin", show_default=True, help="User the key acts as.")
+@click.option(
+    "--expires-at",
+    metavar="ISO8601",
+    callback=parse_expiry,
+    help="Expiry, e.g. 2030-01-01T00:00:00Z (UTC if no offset) [default: never].",
+)
+@command
+@click.pass_context
+def keys_create(ctx: click.Context, org_id: str, user_id: str, expires_at: datetime | None) -> None:
+    """Create an API key for organization ORG_ID and print its secret once."""
+    key = open_treasury(ctx).admin.create_api_key(org_id, user_id=user_id, expires_at=expires_at)
+    emit(ctx, key.to_json(), lambda: secret_lines(key))
+
+
+@keys.command("list")
+@click.option("--org", "org_id", metavar="ORG_ID", help="Only this organization's keys.")
+@command
+@click.pass_context
+def keys_list(ctx: click.Context, org_id: str | None) -> None:
+    """List API keys, oldest first (never their secrets)."""
+    t = open_treasury(ctx)
+    if org_id is not None:
+        t.admin.get_organization(org_id)
+    found = t.admin.list_api_keys(org_id)
+    now = t.now()
+    emit(
+        ctx,
+        {"data": [k.to_json() for k in found], "count": len(found)},
+        lambda: table(
+            ("ID", "ORGANIZATION", "USER", "STATUS", "CREATED", "EXPIRES"),
+            [
+                (
+                    k.id,
+                    k.organization_id,
+                    k.user_id,
+                    key_status(k, now),
+                    when(k.created_at),
+                    when(k.expires_at),
+                )
+                for k in found
+            ],
+        ),
+    )
+
+
+@keys.command("revoke")
+@click.argument("key_id")
+@command
+@click.pass_context
+def keys_revoke(ctx: click.Context, key_id: str) -> None:
+    """Revoke the API key KEY_ID (at once and for good)."""
+    key = open_treasury(ctx).admin.revoke_api_key(key_id)
+    emit(ctx, key.to_json(), lambda: [f"Revoked {key.id} at {when(key.revoked_at)}"])

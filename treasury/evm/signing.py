@@ -1,0 +1,132 @@
+"""Sending from managed wallets: custody signs, and nonces are allocated per wallet.
+
+One lock per (chain, wallet) in the process serialises nonce → sign → broadcast, so two
+requests using one wallet at once get consecutive nonces. The node's pending count is
+the source of truth (a stored counter would strand the wallet whenever the chain forgets
+a transaction: a dropped one, a restarted devnet). When another process took the same
+nonce first, the node refuses the broadcast and it is signed again with a fresh count.
+
+Write-ahead senders (transfers) hold the lock themselves (`holding`), sign several
+transactions with consecutive nonces (`sign`), store them, then broadcast the stored
+bytes (`broadcast`), which is safe to repeat.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from ..backends.chain.base import Chain
+from ..backends.custody.base import Custody
+from ..errors import UpstreamError
+
+ATTEMPTS = 3
+_HELD = ("already known", "known transaction", "already imported")
+
+
+@dataclass(frozen=True)
+class Signed:
+    raw: bytes
+    hash: str  # 0x + 64 lowercase hex
+    nonce: int
+
+
+def broadcast(chain: Chain, transactions: Sequence[Signed]) -> None:
+    """Send stored signed transactions in order. Sending the same bytes again is
+    harmless: a node that already holds one, or has mined it ("nonce too low" with a
+    receipt for that hash), counts it as sent. Any other refusal raises as the chain
+    gave it (`UpstreamError`, ambiguous when the request may have reached the node)."""
+    for signed in transactions:
+        try:
+            chain.send_raw_transaction(signed.raw)
+        except UpstreamError as error:
+            message = error.message.lower()
+            if any(text in message for text in _HELD):
+                continue
+            if "nonce too low" in message and chain.receipts([signed.hash])[0] is not None:
+                continue
+            raise
+
+
+class Signer:
+    def __init__(self, custody: Custody):
+        self._custody = custody
+        self._locks: dict[tuple[int, str], threading.RLock] = {}
+        self._guard = threading.Lock()
+
+    def _lock(self, chain_id: int, address: str) -> threading.RLock:
+        with self._guard:
+            return self._locks.setdefault((chain_id, address), threading.RLock())
+
+    @contextmanager
+    def holding(self, chain_id: int, address: str) -> Iterator[None]:
+        """Hold a wallet's lock: nobody else in this process signs for it meanwhile."""
+        with self._lock(chain_id, address):
+            yield
+
+    def sign(
+        self,
+        chain: Chain,
+        *,
+        custody_ref: str,
+        nonce: int,
+        to: str,
+        data: bytes = b"",
+        value: int = 0,
+        gas: int,
+        fees: dict[str, int],
+    ) -> Signed:
+        """A signed transaction with the given nonce (call under `holding`)."""
+        from eth_utils.address import to_checksum_address
+        from eth_utils.crypto import keccak
+
+        transaction: dict[str, Any] = {
+            "chainId": chain.chain_id,
+            "nonce": nonce,
+            "to": to_checksum_address(to),  # eth-account refuses all-lowercase
+            "data": data,
+            "value": value,
+            "gas": gas,
+            **fees,
+        }
+        raw = self._custody.sign_transaction(custody_ref, transaction)
+        return Signed(raw=raw, hash="0x" + keccak(raw).hex(), nonce=nonce)
+
+    def send(
+        self,
+        chain: Chain,
+        *,
+        custody_ref: str,
+        sender: str,
+        to: str,
+        data: bytes = b"",
+        value: int = 0,
+        gas: int | None = None,
+        floor: int = 0,
+    ) -> str:
+        """Sign with custody and broadcast; return the transaction hash. `floor`: the
+        lowest nonce to use (above nonces that stored, unsent transactions hold)."""
+        from eth_utils.address import to_checksum_address
+
+        call = {"from": sender, "to": to, "data": data, "value": value}
+        with self._lock(chain.chain_id, sender):
+            for attempt in range(ATTEMPTS):
+                transaction: dict[str, Any] = {
+                    "chainId": chain.chain_id,
+                    "nonce": max(chain.pending_nonce(sender), floor),
+                    "to": to_checksum_address(to),  # eth-account refuses all-lowercase
+                    "data": data,
+                    "value": value,
+                    "gas": gas or chain.estimate_gas(call),
+                    **chain.fee_fields(),
+                }
+                raw = self._custody.sign_transaction(custody_ref, transaction)
+                try:
+                    return chain.send_raw_transaction(raw)
+                except UpstreamError as error:
+                    if "nonce" not in error.message.lower() or attempt == ATTEMPTS - 1:
+                        raise
+        raise AssertionError("unreachable")

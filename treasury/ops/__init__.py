@@ -1,1 +1,0 @@
-"""Operations, one module per resource; each group works inside one organization's `Scope`."""

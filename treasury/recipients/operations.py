@@ -1,0 +1,73 @@
+"""Recipients: the organization's address book, one entry per address."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .._infra.group import Group
+from .._infra.models import Deleted, ListOf, ListQuery, RowId
+from .._infra.validation import parse_input, parse_value
+from ..backends.storage.base import Transaction
+from ..errors import NotFound
+from . import store
+from .models import CreateRecipient, Recipient, UpdateRecipient
+
+
+class Recipients(Group):
+    name = "recipients"
+
+    def create(
+        self,
+        body: CreateRecipient | Mapping[str, Any] | None = None,
+        *,
+        idempotency_key: str | None = None,
+        **fields: Any,
+    ) -> Recipient:
+        """Save an address with a label; an address already saved is a 409."""
+        request = parse_input(CreateRecipient, body, fields)
+
+        def insert(tx: Transaction) -> Recipient:
+            scope = self._scope
+            now = scope.runtime.now_text()
+            return Recipient.model_validate(
+                store.insert(tx, scope.org_id, request.address, request.label, now)
+            )
+
+        return self._in_one_transaction("create", idempotency_key, request, insert, Recipient)
+
+    def list(
+        self, query: ListQuery | Mapping[str, Any] | None = None, **params: Any
+    ) -> ListOf[Recipient]:
+        query = parse_input(ListQuery, query, params, "query")
+        with self._scope.runtime.storage.read() as tx:
+            rows = store.every(tx, self._scope.org_id, query)
+        return ListOf[Recipient](data=[Recipient.model_validate(row) for row in rows])
+
+    def update(
+        self,
+        recipient_id: int | str,
+        body: UpdateRecipient | Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> Recipient:
+        """Change a recipient's address (lowercased), label, or both; `updated_at` moves."""
+        number = parse_value(RowId, recipient_id, "path", "id")
+        request = parse_input(UpdateRecipient, body, fields)
+        runtime = self._scope.runtime
+        with runtime.storage.transaction() as tx:
+            row = store.change(
+                tx, self._scope.org_id, number, request.address, request.label, runtime.now_text()
+            )
+        if row is None:
+            raise NotFound("Recipient not found")
+        return Recipient.model_validate(row)
+
+    def delete(self, recipient_id: int | str) -> Deleted:
+        """Remove a recipient; its address may be saved again."""
+        number = parse_value(RowId, recipient_id, "path", "id")
+        runtime = self._scope.runtime
+        with runtime.storage.transaction() as tx:
+            removed = store.remove(tx, self._scope.org_id, number, runtime.now_text())
+        if not removed:
+            raise NotFound("Recipient not found")
+        return Deleted()

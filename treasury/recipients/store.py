@@ -1,0 +1,54 @@
+"""The recipients table: one row per saved address, numbered per organization."""
+
+from __future__ import annotations
+
+from .._infra.models import ListQuery
+from .._infra.sql import insert_numbered, order_by
+from ..backends.storage.base import DuplicateKey, Row, Transaction
+from ..errors import Conflict
+
+COLUMNS = "number AS id, address, label, created_at, updated_at"
+_CURRENT = "org_id = ? AND deleted_at IS NULL"
+
+
+def insert(tx: Transaction, org_id: str, address: str, label: str, now: str) -> Row:
+    """A new recipient; 409 if the organization already saved that address."""
+    values = {"address": address, "label": label, "created_at": now, "updated_at": now}
+    try:
+        row = insert_numbered(tx, "recipients", org_id, values, COLUMNS)
+    except DuplicateKey:
+        raise Conflict("A recipient with this address already exists") from None
+    assert row is not None
+    return row
+
+
+def change(
+    tx: Transaction, org_id: str, number: int, address: str | None, label: str | None, now: str
+) -> Row | None:
+    """Set what is given; the row as shown, None if there is none; 409 on a saved address."""
+    try:
+        return tx.one(
+            "UPDATE recipients SET address = COALESCE(?, address), label = COALESCE(?, label),"
+            f" updated_at = ? WHERE {_CURRENT} AND number = ? RETURNING {COLUMNS}",
+            (address, label, now, org_id, number),
+        )
+    except DuplicateKey:
+        raise Conflict("A recipient with this address already exists") from None
+
+
+def remove(tx: Transaction, org_id: str, number: int, now: str) -> bool:
+    """Delete a recipient softly: its number is never given again, its address may be
+    saved again."""
+    return bool(
+        tx.execute(
+            f"UPDATE recipients SET deleted_at = ?, updated_at = ? WHERE {_CURRENT} AND number = ?",
+            (now, now, org_id, number),
+        )
+    )
+
+
+def every(tx: Transaction, org_id: str, query: ListQuery) -> list[Row]:
+    return tx.query(
+        f"SELECT {COLUMNS} FROM recipients WHERE {_CURRENT} " + order_by(query, "number"),
+        (org_id,),
+    )

@@ -1,0 +1,51 @@
+"""Deposit and withdraw preparation: the body, and the steps the caller signs."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import ConfigDict, Field, field_validator
+
+from .._infra.models import Address, Body, Resource
+from ..money import to_raw
+
+
+class PrepareSwap(Body):
+    """Body of deposit/prepare and withdraw/prepare; `recipient` defaults to `from`."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
+
+    token: Literal["USDC", "USDT"]
+    amount: str
+    from_: Address = Field(alias="from")
+    recipient: Address | None = None
+
+    @field_validator("amount")
+    @classmethod
+    def _positive_decimal(cls, value: str) -> str:
+        to_raw(value, 6)  # a positive decimal with at most 6 places (the stablecoin side)
+        return value
+
+
+class StepTransaction(Resource):
+    to: Address
+    data: str
+    value: str = "0"
+
+
+class Step(Resource):
+    type: Literal["reset-approval", "approval", "swap"]
+    description: str
+    transaction: StepTransaction
+
+
+class PrepareSummary(Resource):
+    token_in: Address
+    token_out: Address
+    amount_in: str
+    amount_in_raw: str
+
+
+class Prepared(Resource):
+    steps: list[Step]
+    summary: PrepareSummary

@@ -1,0 +1,92 @@
+"""Deposit into and withdraw from `c0`: the approval and swap steps the caller signs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from .._infra.group import Group
+from .._infra.validation import parse_input
+from ..errors import UpstreamError, ValidationError
+from ..evm.abi import ALLOWANCE, APPROVE, DECIMALS, SWAP
+from ..evm.multicall import multicall
+from ..money import to_raw
+from .models import Prepared, PrepareSummary, PrepareSwap, Step, StepTransaction
+
+Direction = Literal["deposit", "withdraw"]
+
+
+class Swaps(Group):
+    name = "swaps"
+
+    def prepare_deposit(
+        self, chain_id: int, body: PrepareSwap | Mapping[str, Any] | None = None, **fields: Any
+    ) -> Prepared:
+        """Steps to swap USDC/USDT into c0: [reset-approval (USDT)], [approval], swap."""
+        return self._prepare(chain_id, "deposit", parse_input(PrepareSwap, body, fields))
+
+    def prepare_withdraw(
+        self, chain_id: int, body: PrepareSwap | Mapping[str, Any] | None = None, **fields: Any
+    ) -> Prepared:
+        """Steps to swap c0 back into USDC/USDT: [approval], swap."""
+        return self._prepare(chain_id, "withdraw", parse_input(PrepareSwap, body, fields))
+
+    def _prepare(self, chain_id: int, direction: Direction, request: PrepareSwap) -> Prepared:
+        chain = self._scope.runtime.chains.get(chain_id)
+        stable, c0 = chain.addresses[request.token], chain.addresses["c0"]
+        facility = chain.addresses["swap_facility"]
+        token_in, token_out = (stable, c0) if direction == "deposit" else (c0, stable)
+        owner = request.from_
+        decimals, allowance = multicall(
+            chain,
+            [(token_in, DECIMALS, ()), (token_in, ALLOWANCE, (owner, facility))],
+        )
+        if decimals is None or allowance is None:
+            raise UpstreamError(f"token {token_in} did not answer decimals/allowance")
+        try:
+            raw = to_raw(request.amount, int(str(decimals[0])))
+        except ValueError as error:
+            raise ValidationError.field("body", "amount", str(error)) from None
+        current = int(str(allowance[0]))
+        symbol_in = request.token if direction == "deposit" else "c0"
+        symbol_out = "c0" if direction == "deposit" else request.token
+        steps: list[Step] = []
+        if symbol_in == "USDT" and 0 < current < raw:
+            steps.append(
+                _step(
+                    "reset-approval",
+                    f"Reset the USDT allowance of the swap facility from {current} to 0",
+                    token_in,
+                    APPROVE.encode(facility, 0),
+                )
+            )
+        if current < raw:
+            steps.append(
+                _step(
+                    "approval",
+                    f"Approve the swap facility to spend {request.amount} {symbol_in}",
+                    token_in,
+                    APPROVE.encode(facility, raw),
+                )
+            )
+        recipient = request.recipient or owner
+        steps.append(
+            _step(
+                "swap",
+                f"Swap {request.amount} {symbol_in} for {symbol_out} to {recipient}",
+                facility,
+                SWAP.encode(token_in, token_out, raw, recipient),
+            )
+        )
+        summary = PrepareSummary(
+            token_in=token_in, token_out=token_out, amount_in=request.amount, amount_in_raw=str(raw)
+        )
+        return Prepared(steps=steps, summary=summary)
+
+
+def _step(kind: Any, description: str, to: str, data: bytes) -> Step:
+    return Step(
+        type=kind,
+        description=description,
+        transaction=StepTransaction(to=to, data="0x" + data.hex(), value="0"),
+    )

@@ -1,0 +1,399 @@
+"""A fake fiat provider: a threaded HTTP/1.1 server on loopback speaking the subset of
+Bridge's REST API that `treasury.backends.fiat.http.HttpFiat` uses, with its state machine.
+
+``Api-Key`` is checked (401); POSTs need an ``Idempotency-Key``, whose first success per
+endpoint is replayed for the same body; another body is ``not_truly_idempotent``, as
+Bridge documents (``strict_idempotency=False`` replays by the key alone). Each ``GET /transfers/{id}``
+moves an open transfer one state like the sandbox, calling ``payout(chain_id, to_address,
+amount) -> tx_hash`` at an on-ramp's ``payment_submitted`` and ``deposit_arrived(chain_id,
+address, amount)`` while an off-ramp awaits funds. Failures apply to the next `times` requests
+matching ``method=`` and ``path=`` (`fnmatch`, below the base): `fail` (5xx) and `refuse` (400)
+do nothing; `stall` does it, then answers later than clients wait; `slow` waits, then answers
+normally; `garble` does it and answers a body that is not JSON.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+import re
+import secrets
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+__all__ = ["BASE", "FakeProvider", "Received", "fake_provider"]
+
+#: Path of the API below the server's root (the provider's version prefix).
+BASE = "/v0"
+ROUTING_NUMBER = "101019644"  # passes the ABA checksum
+_CHAINS = {"ethereum": 31337, "base": 8453, "polygon": 137, "arbitrum": 42161, "optimism": 10}
+_NEXT = {"awaiting_funds": "funds_received", "funds_received": "payment_submitted"}
+_NEXT |= {"payment_submitted": "payment_processed"}
+_TEXT = re.compile(r"\S.*", re.DOTALL)
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+_DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?")
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Received:
+    method: str
+    path: str  # below the base, e.g. "/transfers"
+    headers: httpx.Headers
+    body: Any  # the parsed JSON, or None
+    client_port: int | None  # the client's TCP port (one per kept-alive connection)
+
+
+@dataclass
+class _Rule:
+    kind: str
+    times: int
+    match: dict[str, str]  # method=, path=
+    status: int = 500
+    code: str = "server_error"
+    message: str = "Internal error"
+    seconds: float = 0.0
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, code: str, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        source = {"source": {"location": "body", "key": key}} if key else {}
+        self.status, self.body = status, {"code": code, "message": message, **source}
+
+
+class FakeProvider(ThreadingHTTPServer):
+    """The server: the provider's state, its failure controls and what it received."""
+
+    daemon_threads = True
+    request_queue_size = 128  # many clients connect at once
+
+    def __init__(self, *, api_key: str | None = None, payout: Callable[[int, str, str], str] | None = None,
+                 deposit_arrived: Callable[[int, str, str], bool] | None = None,
+                 chains: Mapping[str, int] | None = None, strict_idempotency: bool = True) -> None:  # fmt: skip
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.api_key = api_key or "sk-test-" + secrets.token_hex(16)
+        self.url = f"http://127.0.0.1:{self.server_address[1]}{BASE}"
+        self.payout = payout or (lambda chain_id, address, amount: "0x" + secrets.token_hex(32))
+        self.deposit_arrived = deposit_arrived or (lambda chain_id, address, amount: True)
+        self.chains = dict(chains or _CHAINS)
+        self.strict_idempotency = strict_idempotency
+        self.customers: dict[str, dict[str, Any]] = {}
+        self.accounts: dict[str, dict[str, Any]] = {}
+        self.transfers: dict[str, dict[str, Any]] = {}
+        self.wallets: dict[str, dict[str, Any]] = {}
+        self.virtual_accounts: dict[str, dict[str, Any]] = {}
+        self.balances: dict[str, Decimal] = {}  # wallet id -> USDB
+        self.requests: list[Received] = []
+        self._rules: list[_Rule] = []
+        self._replies: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+        self._lock = threading.RLock()
+        self._closing = threading.Event()
+
+    def fail(self, times: int = 1, status: int = 500, **match: str) -> None:
+        self._rules.append(_Rule("fail", times, match, status=status))
+
+    def refuse(self, message: str, code: str = "invalid_parameters", times: int = 1, **match: str) -> None:  # fmt: skip
+        self._rules.append(_Rule("refuse", times, match, status=400, code=code, message=message))
+
+    def stall(self, seconds: float, times: int = 1, **match: str) -> None:
+        self._rules.append(_Rule("stall", times, match, seconds=seconds))
+
+    def slow(self, seconds: float, times: int = 1, **match: str) -> None:
+        self._rules.append(_Rule("slow", times, match, seconds=seconds))
+
+    def garble(self, times: int = 1, **match: str) -> None:
+        self._rules.append(_Rule("garble", times, match))
+
+    def _take(self, method: str, path: str) -> _Rule | None:
+        with self._lock:
+            for rule in self._rules:
+                if rule.times > 0 and _matches(method, path, rule.match):
+                    rule.times -= 1
+                    return rule
+        return None
+
+    def received(self, method: str | None = None, path: str | None = None) -> list[Received]:
+        """The requests received, optionally of one method and path pattern."""
+        want = {"method": method, "path": path}
+        with self._lock:
+            return [r for r in self.requests if _matches(r.method, r.path, want)]
+
+    def deposit_to_virtual_account(self, virtual_account_id: str, amount: str) -> None:
+        """Simulate a USD deposit at a virtual account: its wallet gets USDB 1:1."""
+        with self._lock:
+            account = self.virtual_accounts[virtual_account_id]
+            self.balances[account["destination"]["bridge_wallet_id"]] += Decimal(amount)
+
+    def close(self) -> None:
+        """Wake every stalled answer (the server is going away)."""
+        self._closing.set()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        _log.debug("fake provider: connection from %s dropped", client_address)
+
+    def respond(
+        self, method: str, target: str, headers: httpx.Headers, raw: bytes, port: int | None
+    ) -> tuple[int, dict[str, Any] | str]:
+        """The status and body (an object is sent as JSON) of one request."""
+        path = urlsplit(target).path
+        below = path[len(BASE) :] if path.startswith(BASE + "/") else path
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = ...
+        with self._lock:
+            self.requests.append(Received(method, below, headers, None if body is ... else body, port))  # fmt: skip
+        if headers.get("Api-Key") != self.api_key:
+            return 401, {"code": "unauthorized", "message": "Invalid or missing Api-Key"}
+        rule = self._take(method, below) or _Rule("none", 0, {})
+        if rule.kind == "slow":
+            self._closing.wait(rule.seconds)
+        if rule.kind in ("fail", "refuse"):
+            return rule.status, {"code": rule.code, "message": rule.message}
+        try:
+            if not path.startswith(BASE + "/"):
+                raise _Refused(404, "not_found", "No such route")
+            if body is ...:
+                raise _Refused(400, "invalid_json", "Request body could not be parsed")
+            status, answer = self._handle(method, below, headers.get("Idempotency-Key"), body)
+        except _Refused as refused:
+            status, answer = refused.status, refused.body
+        if rule.kind == "stall":
+            self._closing.wait(rule.seconds)
+        return (200, "<html>upstream hiccup</html>") if rule.kind == "garble" else (status, answer)
+
+    def _handle(self, method: str, path: str, key: str | None, body: Any) -> tuple[int, Any]:
+        for verb, pattern, handler in _ROUTES:
+            found = pattern.fullmatch(path)
+            if found is None or verb != method:
+                continue
+            with self._lock:
+                if method == "GET":
+                    return 200, handler(self, None, *found.groups())
+                if not key:
+                    raise _Refused(400, "missing_idempotency_key", "Idempotency-Key is required")
+                if not isinstance(body, dict):
+                    raise _Refused(400, "invalid_json", "Request body must be a JSON object")
+                fingerprint = json.dumps(body, sort_keys=True)
+                if (replay := self._replies.get((path, key))) is not None:
+                    if self.strict_idempotency and replay[0] != fingerprint:
+                        raise _Refused(400, "not_truly_idempotent", "Key reused, other body")
+                    return 201, replay[1]
+                answer = handler(self, body, *found.groups())
+                self._replies[(path, key)] = (fingerprint, answer)
+                return 201, answer
+        raise _Refused(404, "not_found", f"No route for {method} {path}")
+
+    def _create_customer(self, body: dict[str, Any]) -> dict[str, Any]:
+        _check(body, {"type": "business", "business_legal_name": _TEXT})
+        customer = {"id": _id("cust"), **body, "status": "active", "created_at": _now()}
+        self.customers[customer["id"]] = customer
+        return customer
+
+    def _create_account(self, body: dict[str, Any], customer_id: str) -> dict[str, Any]:
+        self._customer(customer_id)
+        _check(body, {
+            "account_type": "us", "currency": "usd", "account_owner_name": _TEXT,
+            "account.account_number": re.compile(r"[0-9]{4,17}"),
+            "account.routing_number": re.compile(r"[0-9]{9}"),
+            "account.checking_or_savings": ("checking", "savings"),
+            "address.street_line_1": _TEXT, "address.city": _TEXT,
+            "address.postal_code": _TEXT, "address.country": re.compile(r"[A-Z]{3}"),
+        })  # fmt: skip
+        account, last_4 = dict(body["account"]), body["account"]["account_number"][-4:]
+        found = {"id": _id("ea"), "customer_id": customer_id, "active": True, "last_4": last_4,
+                 **{k: body.get(k) for k in ("account_type", "currency", "bank_name", "account_owner_name")},
+                 "account": {k: v for k, v in account.items() if k != "account_number"}, "created_at": _now()}  # fmt: skip
+        self.accounts[found["id"]] = found
+        return found
+
+    def _create_transfer(self, body: dict[str, Any]) -> dict[str, Any]:
+        customer_id = str(body.get("on_behalf_of", ""))
+        self._customer(customer_id)
+        _check(body, {"amount": _DECIMAL, "developer_fee": _DECIMAL})
+        amount, fee = Decimal(body["amount"]), Decimal(body["developer_fee"])
+        if not 0 <= fee < amount:
+            raise _Refused(400, "invalid_parameters", "The fee must be below the amount", "developer_fee")  # fmt: skip
+        rails = tuple(self.chains)
+        source, destination = body.get("source"), body.get("destination")
+        if isinstance(source, dict) and source.get("payment_rail") == "ach_push":  # an on-ramp
+            _check(body, {"source.currency": "usd", "destination.payment_rail": rails,
+                          "destination.currency": "usdc", "destination.to_address": _ADDRESS})  # fmt: skip
+            instructions = {"payment_rail": "ach_push", "amount": f"{amount:f}", **_bank("Bridge Ventures Inc"),
+                            "deposit_message": "BVI" + secrets.token_hex(6).upper()}  # fmt: skip
+        else:  # an off-ramp
+            _check(body, {"source.payment_rail": rails, "source.currency": "usdc", "source.from_address": _ADDRESS,
+                          "destination.payment_rail": "ach", "destination.currency": "usd",
+                          "destination.external_account_id": _TEXT})  # fmt: skip
+            assert isinstance(source, dict) and isinstance(destination, dict)
+            account = self.accounts.get(destination["external_account_id"])
+            if account is None or account["customer_id"] != customer_id:
+                raise _Refused(400, "not_found", "Unknown external account", "destination.external_account_id")  # fmt: skip
+            instructions = {"payment_rail": source["payment_rail"], "amount": f"{amount:f}", "currency": "usdc",
+                            "from_address": source["from_address"], "to_address": "0x" + secrets.token_hex(20)}  # fmt: skip
+        final = f"{amount - fee:f}"
+        transfer: dict[str, Any] = {
+            "id": _id("tr"), "client_reference_id": body.get("client_reference_id"),
+            "state": "awaiting_funds", "on_behalf_of": customer_id, "amount": f"{amount:f}",
+            "developer_fee": f"{fee:f}", "source": source, "destination": destination,
+            "source_deposit_instructions": instructions,
+            "receipt": {"initial_amount": f"{amount:f}", "developer_fee": f"{fee:f}", "exchange_fee": "0.0",
+                        "gas_fee": "0.0", "subtotal_amount": final, "final_amount": final},
+            "created_at": _now(), "updated_at": _now(),
+        }  # fmt: skip
+        self.transfers[transfer["id"]] = transfer
+        return transfer
+
+    def _get_transfer(self, _: None, transfer_id: str) -> dict[str, Any]:
+        if (transfer := self.transfers.get(transfer_id)) is None:
+            raise _Refused(404, "not_found", "Transfer not found")
+        self._step(transfer)
+        return dict(json.loads(json.dumps(transfer)))  # a copy
+
+    def _step(self, transfer: dict[str, Any]) -> None:
+        """Move an open transfer one state forward (an off-ramp only once paid)."""
+        state, source, destination = transfer["state"], transfer["source"], transfer["destination"]
+        onramp, deposit = source["payment_rail"] == "ach_push", transfer["source_deposit_instructions"]  # fmt: skip
+        if state == "awaiting_funds" and not onramp:
+            chain_id = self.chains[source["payment_rail"]]
+            if not self.deposit_arrived(chain_id, deposit["to_address"], transfer["amount"]):
+                return
+        following = _NEXT.get(state)
+        if following is None:
+            return
+        if following == "payment_submitted" and onramp:
+            receipt, chain_id = transfer["receipt"], self.chains[destination["payment_rail"]]
+            receipt["destination_tx_hash"] = self.payout(
+                chain_id, destination["to_address"], receipt["final_amount"]
+            )
+        transfer["state"], transfer["updated_at"] = following, _now()
+
+    def _create_wallet(self, body: dict[str, Any], customer_id: str) -> dict[str, Any]:
+        self._customer(customer_id)
+        _check(body, {"chain": tuple(self.chains)})
+        wallet = {"id": _id("bw"), "chain": body["chain"], "address": "0x" + secrets.token_hex(20),
+                  "customer_id": customer_id, "created_at": _now(), "updated_at": _now()}  # fmt: skip
+        self.wallets[wallet["id"]] = wallet
+        self.balances[wallet["id"]] = Decimal(0)
+        return wallet
+
+    def _get_wallet(self, _: None, customer_id: str, wallet_id: str) -> dict[str, Any]:
+        wallet = self.wallets.get(wallet_id)
+        if wallet is None or wallet["customer_id"] != customer_id:
+            raise _Refused(404, "not_found", "Bridge wallet not found")
+        balance = {"balance": f"{self.balances[wallet_id]:f}", "currency": "usdb",
+                   "chain": wallet["chain"], "contract_address": None}  # fmt: skip
+        return {**wallet, "balances": [balance]}
+
+    def _create_virtual_account(self, body: dict[str, Any], customer_id: str) -> dict[str, Any]:
+        customer = self._customer(customer_id)
+        _check(body, {"source.currency": "usd", "destination.currency": ("usdb", "usdc"),
+                      "destination.bridge_wallet_id": _TEXT})  # fmt: skip
+        wallet = self.wallets.get(body["destination"]["bridge_wallet_id"])
+        if wallet is None or wallet["customer_id"] != customer_id:
+            raise _Refused(400, "not_found", "Unknown wallet", "destination.bridge_wallet_id")
+        account = {"id": _id("va"), "status": "activated", "customer_id": customer_id,
+                   "developer_fee_percent": str(body.get("developer_fee_percent") or "0.0"), "destination": body["destination"],
+                   "source_deposit_instructions": {"payment_rails": ["ach_push", "wire"], **_bank(customer["business_legal_name"])}}  # fmt: skip
+        self.virtual_accounts[account["id"]] = account
+        return account
+
+    def _customer(self, customer_id: str) -> dict[str, Any]:
+        if (customer := self.customers.get(customer_id)) is None:
+            raise _Refused(404, "not_found", "Customer not found")
+        return customer
+
+
+_C = r"/customers/([^/]+)"
+_ROUTES: list[tuple[str, re.Pattern[str], Callable[..., dict[str, Any]]]] = [
+    ("POST", re.compile(r"/customers"), FakeProvider._create_customer),
+    ("POST", re.compile(_C + "/external_accounts"), FakeProvider._create_account),
+    ("POST", re.compile(_C + "/wallets"), FakeProvider._create_wallet),
+    ("GET", re.compile(_C + r"/wallets/([^/]+)"), FakeProvider._get_wallet),
+    ("POST", re.compile(_C + "/virtual_accounts"), FakeProvider._create_virtual_account),
+    ("POST", re.compile(r"/transfers"), FakeProvider._create_transfer),
+    ("GET", re.compile(r"/transfers/([^/]+)"), FakeProvider._get_transfer),
+]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as a real provider answers
+    timeout, wbufsize = 60, 1 << 16  # an answer leaves in one write (no delayed-ACK stall)
+    server: FakeProvider
+
+    def do_GET(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers, port = httpx.Headers(list(self.headers.items())), self.client_address[1]
+        status, body = self.server.respond(self.command, self.path, headers, raw, port)
+        kind = "application/json" if isinstance(body, dict) else "text/html"
+        data = (json.dumps(body) if isinstance(body, dict) else body).encode()
+        try:
+            self.send_response(status)
+            for name, value in (("Content-Type", kind), ("Content-Length", str(len(data)))):
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:  # the client gave up waiting
+            self.close_connection = True
+
+    do_POST = do_PUT = do_DELETE = do_GET
+
+    def log_message(self, format: str, *args: Any) -> None:
+        _log.debug(format, *args)
+
+
+@contextmanager
+def fake_provider(**options: Any) -> Iterator[FakeProvider]:
+    """Serve a `FakeProvider(**options)` on a free loopback port; ``.url`` is its base."""
+    provider = FakeProvider(**options)
+    threading.Thread(target=provider.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        yield provider
+    finally:
+        provider.close()  # stalled answers first: shutting down waits for no request
+        provider.shutdown()
+        provider.server_close()
+
+
+def _matches(method: str, path: str, want: Mapping[str, str | None]) -> bool:
+    pattern = want.get("path")
+    return want.get("method") in (None, method) and (not pattern or fnmatch.fnmatchcase(path, pattern))  # fmt: skip
+
+
+def _check(body: dict[str, Any], rules: dict[str, object]) -> None:
+    """400 naming the first field (a dotted path) not equal to / in / matching its rule."""
+    for key, rule in rules.items():
+        value: Any = body
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(rule, re.Pattern):
+            ok = isinstance(value, str) and rule.fullmatch(value) is not None
+        else:
+            ok = value in rule if isinstance(rule, tuple) else value == rule
+        if not ok:
+            raise _Refused(400, "invalid_parameters", f"Malformed or invalid field: {key}", key)
+
+
+def _bank(beneficiary: object) -> dict[str, Any]:
+    return {"currency": "usd", "bank_name": "Lead Bank", "bank_address": "1801 Main St., Kansas City, MO 64108",
+            "bank_routing_number": ROUTING_NUMBER, "bank_account_number": f"{secrets.randbelow(10**12):012d}",
+            "bank_beneficiary_name": beneficiary, "bank_beneficiary_address": "1 Main St, New York, NY 10001"}  # fmt: skip
+
+
+def _id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(10)}"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

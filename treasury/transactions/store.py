@@ -1,0 +1,87 @@
+"""The transactions table: tracked transactions, pending until the indexer resolves them."""
+
+from __future__ import annotations
+
+import json
+
+from ..backends.storage.base import DuplicateKey, Row, Transaction
+from ..errors import Conflict
+from .models import RecordTransaction
+from .models import Transaction as TrackedTransaction
+
+COLUMNS = (
+    "org_id, chain_id, hash, type, sender, contract, token, amount, wallet_number, status,"
+    " receipt, created_at, updated_at"
+)
+
+
+def shown(row: Row) -> TrackedTransaction:
+    """The API's Transaction from a row of `COLUMNS`."""
+    receipt = row["receipt"]
+    return TrackedTransaction.model_validate(
+        row
+        | {
+            "organization_id": row["org_id"],
+            "from": row["sender"],
+            "wallet_id": row["wallet_number"],
+            "receipt": None if receipt is None else json.loads(receipt),
+        }
+    )
+
+
+def insert(
+    tx: Transaction, org_id: str, chain_id: int, request: RecordTransaction, wallet: Row, now: str
+) -> None:
+    """A pending transaction of `wallet` (a row with `row_id`, `id` and `address`)."""
+    try:
+        tx.execute(
+            "INSERT INTO transactions (org_id, chain_id, hash, type, sender, contract, token,"
+            " amount, wallet_id, wallet_number, wallet_address, status, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+            (
+                org_id,
+                chain_id,
+                request.hash,
+                request.type,
+                request.from_,
+                request.contract,
+                request.token,
+                request.amount,
+                wallet["row_id"],
+                wallet["id"],
+                wallet["address"],
+                now,
+                now,
+            ),
+        )
+    except DuplicateKey:
+        raise Conflict("This transaction is already recorded") from None
+
+
+def by_hash(tx: Transaction, org_id: str, chain_id: int, tx_hash: str) -> Row | None:
+    return tx.one(
+        f"SELECT {COLUMNS} FROM transactions WHERE org_id = ? AND chain_id = ? AND hash = ?",
+        (org_id, chain_id, tx_hash),
+    )
+
+
+def pending(tx: Transaction, chain_id: int, after_id: int, limit: int) -> list[Row]:
+    """A page of pending transactions (`id`, `hash`) of one chain, in id order."""
+    return tx.query(
+        "SELECT id, hash FROM transactions"
+        " WHERE chain_id = ? AND status = 'pending' AND id > ? ORDER BY id LIMIT ?",
+        (chain_id, after_id, limit),
+    )
+
+
+def resolve(
+    tx: Transaction, chain_id: int, tx_hash: str, status: str, receipt: str, now: str
+) -> list[Row]:
+    """Move the pending rows of a mined hash (one per organization that tracks it) to
+    `status`; the rows moved, with `wallet_address`. Guarded: a row moves once."""
+    return tx.query(
+        "UPDATE transactions SET status = ?, receipt = ?, updated_at = ?"
+        " WHERE chain_id = ? AND hash = ? AND status = 'pending'"
+        f" RETURNING {COLUMNS}, wallet_address",
+        (status, receipt, now, chain_id, tx_hash),
+    )

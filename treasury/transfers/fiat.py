@@ -1,0 +1,199 @@
+"""The fiat executors: the bank on-ramp and the wallet off-ramp, through the provider.
+
+Both claim the transfer row first, then call the provider with the transfer's id as its
+idempotency key (a repeat returns the same provider transfer). The off-ramp then sends
+the wallet's USDC to the provider's deposit address for that transfer, written ahead
+like every on-chain leg. The provider's progress is read by `advance` (a job), which
+maps its states to ours (DESIGN §3) through the one guarded update.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from .._infra.idempotency import Upstream
+from .._infra.runtime import Runtime
+from ..admin.customers import provider_customer
+from ..backends.fiat.base import OffRamp, OnRamp, ProviderTransfer
+from ..backends.storage.base import Row, Transaction
+from ..bank_accounts import store as bank_accounts
+from ..errors import UpstreamError
+from ..evm.abi import TRANSFER
+from ..evm.signing import broadcast
+from ..money import to_raw
+from ..wallets import store as wallets
+from . import store
+from .models import DepositInstructions, Transfer, TransferSide
+from .onchain import APPROVE_GAS, track_legs
+
+#: The provider's transfer states, as our statuses (DESIGN §3).
+STATUS_OF_STATE = {
+    "awaiting_funds": "pending",
+    "in_review": "pending",
+    "funds_received": "pending",
+    "payment_submitted": "submitted",
+    "payment_processed": "completed",
+    **dict.fromkeys(
+        ("canceled", "error", "returned", "refunded", "undeliverable", "missing_return_policy"),
+        "failed",
+    ),
+}
+
+
+def _request(tx: Transaction, row: Row) -> OnRamp | OffRamp:
+    bank = bank_accounts.provider_account(tx, row["org_id"], row["bank_account_id"])
+    if bank is None or bank["provider_account_id"] is None:
+        raise UpstreamError("the transfer's bank account is no longer registered")
+    fields = {
+        "amount": row["amount"],
+        "developer_fee": row["developer_fee"],
+        "external_account_id": bank["provider_account_id"],
+        "chain_id": row["chain_id"],
+    }
+    if row["pairing"] == "onramp":
+        destination = TransferSide.model_validate_json(row["destination"])
+        return OnRamp(**fields, to_address=str(destination.address))
+    return OffRamp(**fields, from_address=row["wallet_address"])
+
+
+def _ask_provider(runtime: Runtime, row: Row) -> ProviderTransfer:
+    with runtime.storage.read() as tx:
+        request = _request(tx, row)
+    customer = provider_customer(runtime, row["org_id"])
+    return runtime.fiat.create_transfer(customer, request, idempotency_key=row["id"])
+
+
+def onramp_steps(runtime: Runtime) -> Upstream[Transfer]:
+    def perform(transfer_id: str) -> object:
+        with runtime.storage.read() as tx:
+            row = store.get(tx, transfer_id)
+        if row is None or row["stage"] != "claimed":
+            return None
+        return _ask_provider(runtime, row)
+
+    def record(tx: Transaction, transfer_id: str, answer: object) -> Transfer:
+        row = store.get(tx, transfer_id)
+        if row is None:
+            raise UpstreamError("the transfer was abandoned meanwhile")
+        if row["stage"] == "claimed" and isinstance(answer, ProviderTransfer):
+            store.update(
+                tx,
+                transfer_id,
+                runtime.now_text(),
+                stage="recorded",
+                provider_transfer_id=answer.id,
+                deposit_instructions=_instructions(row, answer),
+            )
+            apply(tx, runtime, store.get(tx, transfer_id) or row, answer)
+        return store.shown(store.get(tx, transfer_id) or row)
+
+    return Upstream(perform=perform, record=record, abandon=store.remove)
+
+
+def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
+    def perform(transfer_id: str) -> object:
+        with runtime.storage.read() as tx:
+            row = store.get(tx, transfer_id)
+        if row is None or row["stage"] != "claimed":
+            return None
+        if row["provider_transfer_id"] is None:
+            answer = _ask_provider(runtime, row)
+            with runtime.storage.transaction() as tx:
+                store.update(
+                    tx, transfer_id, runtime.now_text(), provider_transfer_id=answer.id,
+                    provider_state=answer.state, deposit_address=answer.deposit_address,
+                )  # fmt: skip
+                row = store.get(tx, transfer_id) or row
+        if row["deposit_address"] is None:  # nowhere to send the USDC: it cannot proceed
+            raise UpstreamError("the fiat provider gave no deposit address for the off-ramp")
+        _send_usdc(runtime, row)
+        return None
+
+    def record(tx: Transaction, transfer_id: str, _: object) -> Transfer:
+        row = store.get(tx, transfer_id)
+        if row is None:
+            raise UpstreamError("the transfer was abandoned meanwhile")
+        if row["stage"] == "claimed":
+            now, legs = runtime.now_text(), store.legs(tx, transfer_id)
+            store.mark_sent(tx, transfer_id)
+            track_legs(tx, row, legs, now)
+            store.update(
+                tx, transfer_id, now, stage="recorded", transaction_hash=legs[-1].signed.hash
+            )
+        return store.shown(store.get(tx, transfer_id) or row)
+
+    def abandon(tx: Transaction, transfer_id: str) -> None:
+        row = store.get(tx, transfer_id)
+        if row is not None and row["provider_transfer_id"] is not None:  # the provider knows it
+            now = runtime.now_text()
+            store.move(tx, transfer_id, "failed", now, stage="recorded", failure="not sent")
+            store.forget_unsent(tx, transfer_id)
+        else:
+            store.remove(tx, transfer_id)
+
+    return Upstream(perform=perform, record=record, abandon=abandon)
+
+
+def _send_usdc(runtime: Runtime, row: Row) -> None:
+    """Sign (once) and broadcast the wallet's USDC to the provider's deposit address."""
+    chain_id, wallet = int(row["chain_id"]), str(row["wallet_address"])
+    chain = runtime.chains.get(chain_id)
+    with runtime.signer.holding(chain_id, wallet):
+        with runtime.storage.read() as tx:
+            legs = store.legs(tx, row["id"])
+            found = wallets.by_address(tx, row["org_id"], wallet)
+            floor = store.next_unsent_nonce(tx, chain_id, wallet)
+        if not legs:
+            if found is None or found["custody_ref"] is None:
+                raise UpstreamError("the off-ramp's wallet can no longer sign")
+            usdc, raw = chain.addresses["USDC"], to_raw(row["amount"], 6)
+            signed = runtime.signer.sign(
+                chain,
+                custody_ref=found["custody_ref"],
+                nonce=max(chain.pending_nonce(wallet), floor),
+                to=usdc,
+                data=TRANSFER.encode(row["deposit_address"], raw),
+                gas=APPROVE_GAS,
+                fees=chain.fee_fields(),
+            )
+            legs = [store.Leg("other", usdc, usdc, raw, signed)]
+            with runtime.storage.transaction() as tx:
+                store.add_legs(tx, row["id"], chain_id, wallet, legs)
+                legs = store.legs(tx, row["id"])
+        broadcast(chain, [leg.signed for leg in legs])
+
+
+def _instructions(row: Row, answer: ProviderTransfer) -> str | None:
+    deposit = answer.bank_deposit
+    if deposit is None:
+        return None
+    return DepositInstructions(
+        amount=row["amount"],
+        bank_name=deposit.bank_name,
+        bank_address=deposit.bank_address,
+        routing_number=deposit.routing_number,
+        account_number=deposit.account_number,
+        beneficiary_name=deposit.beneficiary_name,
+        beneficiary_address=deposit.beneficiary_address,
+        message=deposit.message,
+    ).model_dump_json()
+
+
+def apply(tx: Transaction, runtime: Runtime, row: Row, answer: ProviderTransfer) -> str | None:
+    """Bring a recorded fiat transfer to what the provider says; its new status if it
+    moved (an on-ramp's payout hash and the final amount come along)."""
+    now, fields = runtime.now_text(), {"provider_state": answer.state}
+    if row["pairing"] == "onramp" and answer.destination_tx_hash:
+        fields["transaction_hash"] = answer.destination_tx_hash
+    if answer.final_amount is not None:
+        destination = TransferSide.model_validate_json(row["destination"])
+        paid = format(Decimal(answer.final_amount).normalize(), "f")
+        fields["destination"] = store.side(destination.model_copy(update={"amount": paid}))
+    status = str(STATUS_OF_STATE.get(answer.state, row["status"]))
+    if status == "completed" and row["status"] == "pending":  # through submitted, always
+        store.move(tx, row["id"], "submitted", now)
+    if status != row["status"] and store.move(tx, row["id"], status, now, **fields):
+        return status
+    if any(row[name] != value for name, value in fields.items()):
+        store.update(tx, row["id"], now, **fields)
+    return None

@@ -1,0 +1,167 @@
+"""Transfers as the API takes and shows them (SPEC §2 Transfer and TransferSide, §4).
+
+The create body carries the rail rules: which fields each payment rail requires and
+refuses, and the four accepted pairings, each named by what it does.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Annotated, Literal, Self
+
+from pydantic import Field, StringConstraints, field_validator, model_validator
+
+from .._infra.models import Address, Body, Resource, Timestamped
+from ..bank_accounts.models import BankAccountSummary
+from ..money import to_raw
+
+Currency = Literal["usd", "usdc", "usdt", "c0"]
+Status = Literal["pending", "submitted", "completed", "failed"]
+Pairing = Literal["onramp", "offramp", "deposit", "withdraw", "sweep"]
+DECIMALS = 6  # at most 6 decimal places on either side
+
+#: (source currency, source rail, destination currency, destination rail) -> pairing
+PAIRINGS: dict[tuple[str, str, str, str], Pairing] = {
+    ("usd", "ach_push", "usdc", "ethereum"): "onramp",
+    ("usdc", "ethereum", "usd", "ach"): "offramp",
+    ("usdc", "ethereum", "c0", "ethereum"): "deposit",
+    ("c0", "ethereum", "usdc", "ethereum"): "withdraw",
+}
+ONCHAIN: frozenset[Pairing] = frozenset({"deposit", "withdraw", "sweep"})
+
+
+def positive_amount(value: str) -> str:
+    """A positive decimal string with at most 6 decimal places (`ValueError` otherwise)."""
+    to_raw(value, DECIMALS)
+    return value
+
+
+_ZERO = re.compile(r"0+(\.0+)?")
+
+
+def fee_amount(value: str) -> str:
+    """A decimal string ≥ 0 with at most 6 decimal places."""
+    if _ZERO.fullmatch(value):
+        return value  # zero, in any plain spelling such as "0" or "0.00"
+    return positive_amount(value)
+
+
+class Source(Body):
+    currency: Literal["usd", "usdc", "c0"]
+    payment_rail: Literal["ach_push", "ethereum"]
+    from_address: Address | None = None
+    external_account_id: Annotated[str, StringConstraints(max_length=64)] | None = None
+
+    @model_validator(mode="after")
+    def _rail(self) -> Self:
+        _rail_fields(self.payment_rail == "ethereum", self.from_address, self.external_account_id)
+        return self
+
+
+class Destination(Body):
+    currency: Literal["usd", "usdc", "c0"]
+    payment_rail: Literal["ach", "ethereum"]
+    to_address: Address | None = None
+    external_account_id: Annotated[str, StringConstraints(max_length=64)] | None = None
+
+    @model_validator(mode="after")
+    def _rail(self) -> Self:
+        _rail_fields(self.payment_rail == "ethereum", self.to_address, self.external_account_id)
+        return self
+
+
+def _rail_fields(on_chain: bool, address: str | None, bank: str | None) -> None:
+    """The ethereum rail takes an address; a bank rail an external_account_id."""
+    if on_chain and address is None:
+        raise ValueError("an address is required on the ethereum rail")
+    if on_chain and bank is not None:
+        raise ValueError("external_account_id is not taken on the ethereum rail")
+    if not on_chain and bank is None:
+        raise ValueError("external_account_id is required on a bank rail")
+    if not on_chain and address is not None:
+        raise ValueError("an address is not taken on a bank rail")
+
+
+class CreateTransfer(Body):
+    amount: Annotated[str, StringConstraints(max_length=100)]
+    client_reference_id: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = (
+        None
+    )
+    developer_fee: Annotated[str, StringConstraints(max_length=100)] | None = None
+    source: Source
+    destination: Destination
+
+    @field_validator("amount")
+    @classmethod
+    def _amount(cls, value: str) -> str:
+        return positive_amount(value)
+
+    @field_validator("developer_fee")
+    @classmethod
+    def _fee(cls, value: str | None) -> str | None:
+        return None if value is None else fee_amount(value)
+
+    @property
+    def pairing(self) -> Pairing | None:
+        """Which of the four accepted pairings this is; None for any other."""
+        key = (
+            self.source.currency,
+            self.source.payment_rail,
+            self.destination.currency,
+            self.destination.payment_rail,
+        )
+        return PAIRINGS.get(key)
+
+    def problems(self) -> list[dict[str, str]]:
+        """What the rules across fields refuse, by field (the pairing, the fee)."""
+        pairing, fee = self.pairing, Decimal(self.developer_fee or "0")
+        if pairing is None:
+            accepted = "; ".join(f"{a}/{b} -> {c}/{d}" for a, b, c, d in PAIRINGS)
+            return [_problem("destination", f"not an accepted pairing; accepted: {accepted}")]
+        if pairing in ONCHAIN and fee != 0:
+            return [_problem("developer_fee", "is not taken on an on-chain pairing")]
+        if fee >= Decimal(self.amount):
+            return [_problem("developer_fee", "must be less than amount")]
+        return []
+
+
+def _problem(field: str, message: str) -> dict[str, str]:
+    return {"location": "body", "field": field, "message": message}
+
+
+class TransferSide(Resource):
+    """Exactly one of `address` and `bank_account` is set."""
+
+    address: str | None
+    bank_account: BankAccountSummary | None
+    chain_id: int | None
+    currency: Currency
+    amount: str
+
+
+class DepositInstructions(Resource):
+    """Where and how to push the USD of an on-ramp (the provider's bank details)."""
+
+    amount: str
+    currency: Literal["usd"] = "usd"
+    bank_name: str
+    bank_address: str
+    routing_number: str
+    account_number: str
+    beneficiary_name: str
+    beneficiary_address: str
+    message: str
+
+
+class Transfer(Timestamped):
+    """SPEC's seven fields, plus `client_reference_id` and, on on-ramps,
+    `deposit_instructions` (null elsewhere)."""
+
+    id: str
+    from_: TransferSide = Field(alias="from")
+    to: TransferSide
+    status: Status
+    transaction_hash: str | None
+    client_reference_id: str | None = None
+    deposit_instructions: DepositInstructions | None = None

@@ -1,0 +1,224 @@
+"""The transfers table, its signed legs, and the one guarded status update.
+
+A transfer's `stage` says how far its upstream work went: ``claimed`` (written ahead:
+the provider or the chain may not have heard of it yet; a job finishes it once its
+lease passes) or ``recorded`` (what it started upstream is recorded here). Its `status`
+is what the API shows, and it only moves forward (`move`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._infra.sql import keyset_page
+from ..backends.storage.base import Row, Transaction
+from ..evm.signing import Signed
+from .models import DepositInstructions, Transfer, TransferSide
+
+COLUMNS = (
+    "id, org_id, pairing, status, stage, amount, developer_fee, client_reference_id,"
+    " source, destination, chain_id, wallet_address, bank_account_id, transaction_hash,"
+    " provider_transfer_id, provider_state, deposit_instructions, deposit_address, failure,"
+    " lease_until, created_at, updated_at"
+)
+_UPDATABLE = frozenset(
+    {
+        "stage", "destination", "transaction_hash", "provider_transfer_id", "provider_state",
+        "deposit_instructions", "deposit_address", "failure", "lease_until",
+    }
+)  # fmt: skip
+
+#: The state table: the statuses a transfer may move to, from each status.
+NEXT: dict[str, frozenset[str]] = {
+    "pending": frozenset({"submitted", "failed"}),
+    "submitted": frozenset({"completed", "failed"}),
+    "completed": frozenset(),
+    "failed": frozenset(),
+}
+
+
+def shown(row: Row) -> Transfer:
+    """The API's Transfer from a row of `COLUMNS`."""
+    instructions = row["deposit_instructions"]
+    return Transfer.model_validate(
+        {
+            "id": row["id"],
+            "from": TransferSide.model_validate_json(row["source"]),
+            "to": TransferSide.model_validate_json(row["destination"]),
+            "status": row["status"],
+            "transaction_hash": row["transaction_hash"],
+            "client_reference_id": row["client_reference_id"],
+            "deposit_instructions": (
+                None
+                if instructions is None
+                else DepositInstructions.model_validate_json(instructions)
+            ),
+            "created_at": row["created_at"],
+            "updated_at": row["updated_at"],
+        }
+    )
+
+
+def side(value: TransferSide) -> str:
+    return value.model_dump_json()
+
+
+def insert(tx: Transaction, values: dict[str, Any]) -> None:
+    columns = list(values)
+    tx.execute(
+        f"INSERT INTO transfers ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+        list(values.values()),
+    )
+
+
+def get(tx: Transaction, transfer_id: str, org_id: str | None = None) -> Row | None:
+    """A transfer by id; within an organization when `org_id` is given, and then only
+    once recorded (a claim in flight is not shown: it may still be abandoned)."""
+    if org_id is None:
+        return tx.one(f"SELECT {COLUMNS} FROM transfers WHERE id = ?", (transfer_id,))
+    return tx.one(
+        f"SELECT {COLUMNS} FROM transfers WHERE id = ? AND org_id = ? AND stage = 'recorded'",
+        (transfer_id, org_id),
+    )
+
+
+def page(
+    tx: Transaction, org_id: str, after: tuple[Any, Any] | None, limit: int
+) -> tuple[list[Row], tuple[Any, Any] | None]:
+    """Newest first by (created_at, id), a seek on the feed index whatever the depth;
+    recorded transfers only."""
+    select = f"SELECT {COLUMNS} FROM transfers WHERE org_id = ? AND stage = 'recorded'"
+    return keyset_page(tx, select, (org_id,), after, limit)
+
+
+def update(tx: Transaction, transfer_id: str, now: str, **fields: Any) -> None:
+    """Set bookkeeping fields (never the status: that is `move`)."""
+    _check(fields)
+    assignments = ", ".join(f"{name} = ?" for name in fields)
+    tx.execute(
+        f"UPDATE transfers SET {assignments}, updated_at = ? WHERE id = ?",
+        (*fields.values(), now, transfer_id),
+    )
+
+
+def move(tx: Transaction, transfer_id: str, status: str, now: str, **fields: Any) -> bool:
+    """The one guarded status update: to `status` only from a status that may move
+    there (`NEXT`), with `fields` set alongside; False (nothing changed) otherwise."""
+    _check(fields)
+    sources = [before for before, after in NEXT.items() if status in after]
+    assignments = "".join(f", {name} = ?" for name in fields)
+    marks = ", ".join("?" * len(sources))
+    return bool(
+        tx.execute(
+            f"UPDATE transfers SET status = ?, updated_at = ?{assignments}"
+            f" WHERE id = ? AND status IN ({marks})",
+            (status, now, *fields.values(), transfer_id, *sources),
+        )
+    )
+
+
+def remove(tx: Transaction, transfer_id: str) -> None:
+    """Forget a claimed transfer that never reached anyone (a definite refusal)."""
+    tx.execute("DELETE FROM transfer_legs WHERE transfer_id = ?", (transfer_id,))
+    tx.execute("DELETE FROM transfers WHERE id = ? AND stage = 'claimed'", (transfer_id,))
+
+
+def _check(fields: dict[str, Any]) -> None:
+    unknown = set(fields) - _UPDATABLE
+    if unknown:
+        raise ValueError(f"not transfer fields: {', '.join(sorted(unknown))}")
+
+
+# -- open work for the jobs ----------------------------------------------------------------
+
+
+def open_fiat(tx: Transaction, limit: int) -> list[Row]:
+    """Recorded fiat transfers that have not ended, by provider id."""
+    return tx.query(
+        f"SELECT {COLUMNS} FROM transfers WHERE status IN ('pending', 'submitted')"
+        " AND stage = 'recorded' AND provider_transfer_id IS NOT NULL"
+        " ORDER BY updated_at LIMIT ?",
+        (limit,),
+    )
+
+
+def open_onchain(tx: Transaction, limit: int) -> list[Row]:
+    """Submitted on-chain transfers, awaiting their swap's receipt."""
+    return tx.query(
+        f"SELECT {COLUMNS} FROM transfers WHERE status = 'submitted'"
+        " AND pairing IN ('deposit', 'withdraw', 'sweep') ORDER BY updated_at LIMIT ?",
+        (limit,),
+    )
+
+
+# -- signed legs ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Leg:
+    """One signed transaction of a transfer, stored before it is broadcast."""
+
+    kind: str  # its tracked-transaction type: approval, deposit, withdrawal, other
+    contract: str  # the address it calls
+    token: str  # the ERC-20 it moves or approves
+    amount: int  # raw units
+    signed: Signed
+
+
+def add_legs(
+    tx: Transaction, transfer_id: str, chain_id: int, sender: str, legs: Sequence[Leg]
+) -> None:
+    """Store the legs ahead of their broadcast; a leg already stored at a position is
+    kept (two finishers of one transfer store it once)."""
+    for position, leg in enumerate(legs):
+        signed = leg.signed
+        tx.execute(
+            "INSERT INTO transfer_legs (transfer_id, position, kind, contract, token, amount,"
+            " chain_id, sender, nonce, hash, raw, sent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"
+            " ON CONFLICT (transfer_id, position) DO NOTHING",
+            (
+                transfer_id, position, leg.kind, leg.contract, leg.token, str(leg.amount),
+                chain_id, sender, signed.nonce, signed.hash, signed.raw,
+            ),
+        )  # fmt: skip
+
+
+def legs(tx: Transaction, transfer_id: str) -> list[Leg]:
+    rows = tx.query(
+        "SELECT kind, contract, token, amount, nonce, hash, raw FROM transfer_legs"
+        " WHERE transfer_id = ? ORDER BY position",
+        (transfer_id,),
+    )
+    return [
+        Leg(
+            kind=r["kind"],
+            contract=r["contract"],
+            token=r["token"],
+            amount=int(r["amount"]),
+            signed=Signed(raw=bytes(r["raw"]), hash=r["hash"], nonce=r["nonce"]),
+        )
+        for r in rows
+    ]
+
+
+def forget_unsent(tx: Transaction, transfer_id: str) -> None:
+    """Drop legs that were never broadcast (a refused transfer keeps only what went out)."""
+    tx.execute("DELETE FROM transfer_legs WHERE transfer_id = ? AND sent = 0", (transfer_id,))
+
+
+def mark_sent(tx: Transaction, transfer_id: str) -> None:
+    tx.execute("UPDATE transfer_legs SET sent = 1 WHERE transfer_id = ?", (transfer_id,))
+
+
+def next_unsent_nonce(tx: Transaction, chain_id: int, sender: str) -> int:
+    """The nonce after every stored leg of `sender` that a claimed transfer may still
+    broadcast (0 if none): a new signature must not reuse one of those nonces."""
+    row = tx.one(
+        "SELECT MAX(l.nonce) AS highest FROM transfer_legs l JOIN transfers t"
+        " ON t.id = l.transfer_id WHERE l.chain_id = ? AND l.sender = ? AND l.sent = 0"
+        " AND t.stage = 'claimed'",
+        (chain_id, sender),
+    )
+    return 0 if row is None or row["highest"] is None else int(row["highest"]) + 1

@@ -1,0 +1,127 @@
+"""The sweep job: a virtual wallet's USDC and USDT above the sweep minimum become c0.
+
+For each virtual wallet on the primary chain (balances read in multicall batches), a
+token whose balance exceeds the minimum is swapped whole into c0 held by the same
+wallet, as a transfer in the feed (``usdc`` or ``usdt`` → ``c0``, both sides the wallet),
+completed when the swap confirms. A wallet with a sweep still open is left alone; one
+without ETH for gas is skipped and counted (``virtual_wallets_without_gas``), and tried
+again at the next pass, not in a loop.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from .._infra import idempotency
+from .._infra.jobs import Report
+from .._infra.runtime import Runtime
+from ..errors import ValidationError
+from ..evm.abi import BALANCE_OF, GET_ETH_BALANCE
+from ..evm.multicall import multicall
+from ..money import to_raw
+from ..transfers import onchain
+from ..transfers.models import Currency
+from ..transfers.operations import claim, onchain_side
+
+log = logging.getLogger("treasury.sweep")
+WALLETS_PER_CALL = 33  # three sub-calls each: about 100 per multicall
+OPEN_SWEEPS = (
+    "SELECT wallet_address FROM transfers WHERE pairing = 'sweep'"
+    " AND status IN ('pending', 'submitted') AND wallet_address IS NOT NULL"
+)
+
+
+def sweep_virtual_wallets(runtime: Runtime, report: Report) -> None:
+    with runtime.storage.read() as tx:
+        rows = tx.query(
+            "SELECT org_id, address, custody_ref FROM virtual_wallets"
+            f" WHERE address NOT IN ({OPEN_SWEEPS}) ORDER BY id"
+        )
+    if not rows:
+        return
+    chain_id = runtime.chains.primary
+    chain = runtime.chains.get(chain_id)
+    minimum = to_raw(runtime.sweep_minimum, 6)
+    tokens = {"usdc": chain.addresses["USDC"], "usdt": chain.addresses["USDT"]}
+    for start in range(0, len(rows), WALLETS_PER_CALL):
+        batch = rows[start : start + WALLETS_PER_CALL]
+        calls = [
+            call
+            for row in batch
+            for call in (
+                (tokens["usdc"], BALANCE_OF, (row["address"],)),
+                (tokens["usdt"], BALANCE_OF, (row["address"],)),
+                (chain.addresses["multicall"], GET_ETH_BALANCE, (row["address"],)),
+            )
+        ]
+        results = multicall(chain, calls)
+        for i, row in enumerate(batch):
+            usdc, usdt, eth = (int(str(r[0])) if r else 0 for r in results[3 * i : 3 * i + 3])
+            balances: tuple[tuple[Currency, int], ...] = (("usdc", usdc), ("usdt", usdt))
+            due = [(symbol, raw) for symbol, raw in balances if raw > minimum]
+            if not due:
+                continue
+            if eth == 0:
+                log.warning("virtual wallet %s has no ETH for gas: not swept", row["address"])
+                report.add(virtual_wallets_without_gas=1)
+                continue
+            symbol, raw = due[0]  # one sweep per wallet at a time
+            with report.part(f"virtual wallet {row['address']}"):
+                try:
+                    started = _sweep(runtime, chain_id, row, symbol, tokens[symbol], raw)
+                except ValidationError as short:  # not enough ETH for the legs' gas
+                    log.warning("virtual wallet %s not swept: %s", row["address"], short)
+                    report.add(virtual_wallets_without_gas=1)
+                    continue
+                if started:
+                    report.add(sweeps_started=1)
+
+
+def _sweep(
+    runtime: Runtime, chain_id: int, row: dict[str, str], symbol: Currency, token: str, raw: int
+) -> bool:
+    """Sign and start one sweep; False when another worker's sweep of the wallet is
+    open (its signed legs are dropped unsent)."""
+    chain = runtime.chains.get(chain_id)
+    amount = _whole(raw)
+    swap = onchain.Swap(
+        chain_id=chain_id,
+        wallet=row["address"],
+        custody_ref=row["custody_ref"],
+        token_in=token,
+        token_out=chain.addresses["c0"],
+        raw=raw,
+        recipient=row["address"],
+        usdt=symbol == "usdt",
+    )
+    with runtime.signer.holding(chain_id, swap.wallet):
+        legs = onchain.sign_legs(runtime, chain, swap)
+        write = claim(
+            runtime,
+            row["org_id"],
+            pairing="sweep",
+            chain_id=chain_id,
+            amount=amount,
+            developer_fee="0",
+            client_reference_id=None,
+            wallet=swap.wallet,
+            bank_account_id=None,
+            sides={
+                "source": onchain_side(swap.wallet, chain_id, symbol, amount),
+                "destination": onchain_side(swap.wallet, chain_id, "c0", amount),
+            },
+            legs=legs,
+        )
+        with runtime.storage.transaction() as tx:
+            tx.lock(f"sweep:{swap.wallet}")  # another worker may have swept it meanwhile
+            if tx.one(f"{OPEN_SWEEPS} AND wallet_address = ?", (swap.wallet,)):
+                return False
+            transfer_id = write(tx)
+        idempotency.finish(runtime, row["org_id"], transfer_id, onchain.steps(runtime))
+    return True
+
+
+def _whole(raw: int) -> str:
+    """Raw units of a 6-decimal stablecoin as a decimal string (250500000 -> "250.5")."""
+    whole, fraction = divmod(raw, 10**6)
+    return f"{whole}.{fraction:06d}".rstrip("0").rstrip(".")

@@ -1,0 +1,129 @@
+"""The dispatcher job: send every delivery due at the start of the pass.
+
+Due deliveries are claimed in batches under a lease (two dispatchers never send one at
+once; a dead one's claims are taken over when the lease passes), sent concurrently by a
+bounded pool over one keep-alive client, each attempt signed for its own timestamp, and
+recorded batch by batch. Every attempt resolves the target again and connects to an
+address checked now (`targets.pin`); redirects are never followed; 15 s timeout.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from .._infra.clock import to_text
+from .._infra.jobs import Report
+from .._infra.runtime import Runtime
+from ..backends.storage.base import Row
+from . import deliveries, targets
+from .signing import signed_headers
+
+POOL = 32  # deliveries sent at once
+TIMEOUT = httpx.Timeout(15.0)
+LEASE = timedelta(seconds=30)
+_PURPOSE = "webhook-secret"
+_USER_AGENT = "treasury-webhooks/1"
+
+
+def deliver_webhooks(runtime: Runtime, report: Report) -> None:
+    """Job: attempt every delivery due when the pass started."""
+    started, rng = runtime.now(), random.SystemRandom()
+    with _client() as client, ThreadPoolExecutor(POOL, thread_name_prefix="webhooks") as pool:
+        while True:
+            now = runtime.now()
+            with runtime.storage.transaction() as tx:
+                batch = deliveries.claim_due(
+                    tx, to_text(started), to_text(now), to_text(now + LEASE), POOL * 2
+                )
+            if not batch:
+                return
+            attempts = list(pool.map(lambda row: attempt(runtime, client, row), batch))
+            with runtime.storage.transaction() as tx:
+                report.add(deliveries.record(tx, attempts, runtime.now(), rng))
+
+
+def attempt(runtime: Runtime, client: httpx.Client, row: Row) -> deliveries.Attempt:
+    """Send one delivery once; what it gave (never raises)."""
+    began = time.monotonic()
+    status: int | None = None
+    error: str | None = None
+    retry_after: timedelta | None = None
+    try:
+        if not row["active"]:
+            error = "the webhook is disabled"
+        else:
+            response = _send(runtime, client, row)
+            status, retry_after = response.status_code, _retry_after(response, runtime.now())
+            if not 200 <= status < 300:
+                error = f"HTTP {status}" + (
+                    " (redirects are not followed)" if 300 <= status < 400 else ""
+                )
+    except targets.TargetRefused as refused:
+        error = str(refused)
+    except httpx.TimeoutException:
+        error = "timed out after 15 s"
+    except (httpx.HTTPError, OSError) as failed:
+        error = f"{type(failed).__name__}: {failed}"[:500]
+    return deliveries.Attempt(
+        delivery_id=row["id"],
+        webhook_id=row["webhook_id"],
+        attempts_before=row["attempts"],
+        status_code=status,
+        error=error,
+        duration_ms=int((time.monotonic() - began) * 1000),
+        retry_after=retry_after,
+    )
+
+
+def _send(runtime: Runtime, client: httpx.Client, row: Row) -> httpx.Response:
+    body = row["payload"].encode()
+    secret = runtime.secrets.decrypt(_PURPOSE, bytes(row["secret"]))
+    timestamp = int(runtime.now().timestamp())
+    target = targets.pin(row["url"], allow_private=runtime.allow_private_webhook_urls)
+    headers = {
+        **signed_headers(secret, row["message_id"], timestamp, body),
+        "Content-Type": "application/json",
+        "User-Agent": _USER_AGENT,
+        "Host": target.host,
+    }
+    extensions: dict[str, Any] = {} if target.sni is None else {"sni_hostname": target.sni}
+    return client.post(target.url, content=body, headers=headers, extensions=extensions)
+
+
+def _client() -> httpx.Client:
+    limits = httpx.Limits(max_connections=POOL, max_keepalive_connections=POOL)
+    return httpx.Client(timeout=TIMEOUT, follow_redirects=False, limits=limits)
+
+
+def _retry_after(response: httpx.Response, now: datetime) -> timedelta | None:
+    """A failed answer's ``Retry-After``: seconds, or an HTTP date."""
+    value = response.headers.get("Retry-After")
+    if value is None or 200 <= response.status_code < 300:
+        return None
+    if value.strip().isdigit():
+        return timedelta(seconds=int(value))
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(timedelta(0), when - now)
+
+
+def send_now(runtime: Runtime, ids: Sequence[int]) -> None:
+    """Attempt the given (already leased) deliveries now, in this thread; record them."""
+    with runtime.storage.read() as tx:
+        rows = deliveries.sending(tx, ids)
+    with _client() as client:
+        attempts = [attempt(runtime, client, row) for row in rows]
+    with runtime.storage.transaction() as tx:
+        deliveries.record(tx, attempts, runtime.now(), random.SystemRandom())

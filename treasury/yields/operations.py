@@ -1,0 +1,64 @@
+"""Yield projection for a `c0` balance from the live earner rate (DESIGN §3 "Yield")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_FLOOR, Context, Decimal
+
+from .._infra.group import Group
+from .._infra.models import Address
+from .._infra.validation import parse_value
+from ..errors import UpstreamError
+from ..evm.abi import BALANCE_OF, DECIMALS, EARNER_RATE
+from ..evm.multicall import multicall
+from .models import YieldEstimate, YieldRate
+
+FEE = Decimal("0.1")
+_CTX = Context(prec=50)
+
+
+@dataclass(frozen=True)
+class Projection:
+    apy: Decimal
+    daily: int
+    monthly: int
+    annual: int
+
+
+def project(earning: int, rate_bps: int) -> Projection:
+    """r = bps / 10 000, continuously compounded; apy = (e^r - 1) x 0.9; yields floored."""
+    r = _CTX.divide(Decimal(rate_bps), Decimal(10_000))
+    apy = _CTX.multiply(_CTX.subtract(_CTX.exp(r), Decimal(1)), Decimal(1) - FEE)
+    growth = _CTX.add(Decimal(1), apy)
+
+    def over(periods: int) -> int:
+        factor = _CTX.subtract(_CTX.power(growth, _CTX.divide(Decimal(1), Decimal(periods))), 1)
+        return int(_CTX.multiply(Decimal(earning), factor).to_integral_value(ROUND_FLOOR))
+
+    annual = int(_CTX.multiply(Decimal(earning), apy).to_integral_value(ROUND_FLOOR))
+    return Projection(apy=apy, daily=over(365), monthly=over(12), annual=annual)
+
+
+class Yields(Group):
+    name = "yields"
+
+    def estimate(self, chain_id: int, address: str) -> YieldEstimate:
+        """The projection for `address`'s c0 balance (one multicall: balance, decimals, rate)."""
+        chain = self._scope.runtime.chains.get(chain_id)
+        address = str(parse_value(Address, address, "query", "address"))
+        c0, source = chain.addresses["c0"], chain.addresses["earner_rate_source"]
+        balance, decimals, rate = multicall(
+            chain, [(c0, BALANCE_OF, (address,)), (c0, DECIMALS, ()), (source, EARNER_RATE, ())]
+        )
+        if balance is None or decimals is None or rate is None:
+            raise UpstreamError("c0 or the earner rate source did not answer")
+        earning = int(str(balance[0]))
+        projection = project(earning, int(str(rate[0])))
+        return YieldEstimate(
+            earning=str(earning),
+            decimals=int(str(decimals[0])),
+            rate=YieldRate(apy=float(projection.apy)),
+            daily_yield=str(projection.daily),
+            monthly_yield=str(projection.monthly),
+            annual_yield=str(projection.annual),
+        )
