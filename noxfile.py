@@ -72,7 +72,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    session.install("-e", ".[dev]", "mypy")
+    """mypy over the library, with every extra installed so each backend is checked."""
+    session.install("-e", ".[dev,postgres]", "mypy")
     session.run("mypy")
 
 
