@@ -12,7 +12,7 @@ import pytest
 
 from treasury import Treasury, UpstreamError
 from treasury.backends.chain.devnet import DevnetChain
-from treasury.evm.abi import BALANCE_OF
+from treasury.evm.abi import ALLOWANCE, BALANCE_OF
 from treasury.http import create_app
 from treasury.testing.server import serve
 
@@ -128,3 +128,57 @@ _ADDRESSES = {
     key: "0x" + f"{i:02x}" * 20
     for i, key in enumerate(("USDC", "USDT", "c0", "swap_facility", "earner_rate_source"), 1)
 }
+
+
+def test_a_deposit_behind_an_unmined_swap_approves_again(anvil_config, new_storage_url):
+    """Two deposits from one wallet on anvil, the first's approval mined and its swap not
+    yet (anvil mines on demand, in blocks too small for both): the allowance on the chain
+    is the first swap's, so the second must approve again, or one of the swaps reverts.
+    Both complete and the wallet receives exactly both amounts of c0."""
+    from treasury.anvil import fund
+
+    t = Treasury.open(new_storage_url("t.db"), master_key=MASTER_KEY, chains={CHAIN: anvil_config})
+    org = make_tenant(t).org
+    wallet = org.wallets.create(label="Ops").address
+    for symbol, amount in (("ETH", "1"), ("USDC", "20")):
+        fund(anvil_config["url"], anvil_config, wallet, symbol, amount)
+    node = httpx.Client(base_url=anvil_config["url"], timeout=30)
+
+    def rpc(method: str, *params: Any) -> Any:
+        answer = node.post("", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+        assert "error" not in answer.json(), answer.text
+        return answer.json()["result"]
+
+    def token(symbol: str, call: Any, *args: Any) -> int:
+        data = "0x" + call.encode(*args).hex()
+        return int(
+            rpc("eth_call", {"to": anvil_config["addresses"][symbol], "data": data}, "latest"), 16
+        )
+
+    facility = anvil_config["addresses"]["swap_facility"]
+    rpc("evm_setAutomine", False)
+    rpc("evm_setBlockGasLimit", hex(260_000))  # an approval (100,000) or a swap (250,000)
+    try:
+        org.transfers.create(swap("deposit", wallet, wallet, "7"), idempotency_key="first")
+        rpc("evm_mine")  # the approval; the swap does not fit beside it
+        assert token("USDC", ALLOWANCE, wallet, facility) == 7_000_000  # enough for 5
+        second = org.transfers.create(swap("deposit", wallet, wallet, "5"), idempotency_key="b")
+        assert [leg.kind for leg in legs(t, second.id)] == ["approval", "deposit"]
+        for _ in range(4):
+            rpc("evm_mine")
+    finally:
+        rpc("evm_setBlockGasLimit", hex(30_000_000))
+        rpc("evm_setAutomine", True)
+    t.run_once()
+    assert [x.status for x in org.transfers.list().data] == ["completed", "completed"]
+    assert token("c0", BALANCE_OF, wallet) == 12 * 10**18
+    assert token("USDC", BALANCE_OF, wallet) == 8_000_000
+    node.close()
+    t.close()
+
+
+def legs(t: Treasury, transfer_id: str) -> list[Any]:
+    from treasury.transfers import store
+
+    with t.storage.read() as tx:
+        return store.legs(tx, transfer_id)

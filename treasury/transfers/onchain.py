@@ -2,8 +2,9 @@
 wallets' sweeps), signed from a custody wallet, written ahead of their broadcast.
 
 Under the wallet's signing lock: check the token and ETH balances and the allowance
-(400, nothing written, when short), sign the legs — a USDT `reset-approval` when its
-allowance is non-zero and short, an `approval` of exactly the amount when short, then
+(400, nothing written, when short), sign the legs — an `approval` of exactly the amount
+when the allowance, less what this wallet's unfinished swaps may still spend of it, is
+short (for USDT, a reset to 0 first when the allowance is non-zero), then
 ``swap(tokenIn, tokenOut, amount, recipient)`` — with consecutive nonces, commit them
 with the transfer (the claim), broadcast them (perform), record the outcome. A crash
 anywhere after the claim is finished by the job, which broadcasts the same bytes.
@@ -66,17 +67,22 @@ def sign_legs(runtime: Runtime, chain: Chain, swap: Swap) -> list[store.Leg]:
             "body", "amount", f"insufficient balance: the wallet holds {balance[0]} raw units"
         )
     current = int(str(allowance[0]))
+    with runtime.storage.read() as tx:
+        floor = store.next_unsent_nonce(tx, swap.chain_id, swap.wallet)
+        spoken_for = store.unconfirmed_swaps(
+            tx, swap.chain_id, swap.wallet, swap.token_in, facility
+        )
     planned: list[tuple[str, str, int, bytes, int]] = []  # kind, to, amount, data, gas
-    if swap.usdt and 0 < current < swap.raw:
-        planned.append(("approval", swap.token_in, 0, APPROVE.encode(facility, 0), APPROVE_GAS))
-    if current < swap.raw:
+    if current - spoken_for < swap.raw:  # an earlier swap may not have spent its approval yet
+        if swap.usdt and current > 0:
+            planned.append(
+                ("approval", swap.token_in, 0, APPROVE.encode(facility, 0), APPROVE_GAS)
+            )
         data = APPROVE.encode(facility, swap.raw)
         planned.append(("approval", swap.token_in, swap.raw, data, APPROVE_GAS))
     data = SWAP.encode(swap.token_in, swap.token_out, swap.raw, swap.recipient)
     planned.append((swap.swap_kind, facility, swap.raw, data, SWAP_GAS))
     fees = check_gas(chain, int(str(eth[0])), sum(gas for *_, gas in planned))
-    with runtime.storage.read() as tx:
-        floor = store.next_unsent_nonce(tx, swap.chain_id, swap.wallet)
     nonce = max(chain.pending_nonce(swap.wallet), floor)
     legs = []
     for i, (kind, to, amount, data, gas) in enumerate(planned):

@@ -222,3 +222,15 @@ def next_unsent_nonce(tx: Transaction, chain_id: int, sender: str) -> int:
         (chain_id, sender),
     )
     return 0 if row is None or row["highest"] is None else int(row["highest"]) + 1
+
+
+def unconfirmed_swaps(tx: Transaction, chain_id: int, sender: str, token: str, to: str) -> int:
+    """Raw units of `token` that swap legs of `sender` through `to` may still spend (their
+    transfer has not ended): an allowance read from the chain may already be theirs."""
+    rows = tx.query(
+        "SELECT l.amount FROM transfer_legs l JOIN transfers t ON t.id = l.transfer_id"
+        " WHERE l.chain_id = ? AND l.sender = ? AND l.token = ? AND l.contract = ?"
+        " AND l.kind <> 'approval' AND t.status NOT IN ('completed', 'failed')",
+        (chain_id, sender, token, to),
+    )
+    return sum(int(row["amount"]) for row in rows)
