@@ -75,9 +75,7 @@ def sign_legs(runtime: Runtime, chain: Chain, swap: Swap) -> list[store.Leg]:
     planned: list[tuple[str, str, int, bytes, int]] = []  # kind, to, amount, data, gas
     if current - spoken_for < swap.raw:  # an earlier swap may not have spent its approval yet
         if swap.usdt and current > 0:
-            planned.append(
-                ("approval", swap.token_in, 0, APPROVE.encode(facility, 0), APPROVE_GAS)
-            )
+            planned.append(("approval", swap.token_in, 0, APPROVE.encode(facility, 0), APPROVE_GAS))
         data = APPROVE.encode(facility, swap.raw)
         planned.append(("approval", swap.token_in, swap.raw, data, APPROVE_GAS))
     data = SWAP.encode(swap.token_in, swap.token_out, swap.raw, swap.recipient)
