@@ -1,15 +1,20 @@
 """Webhook delivery when things go wrong: a worker killed mid-batch, a name that resolves to
-a private address by the time of delivery."""
+a private address by the time of delivery, an https target with an untrusted certificate."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import ssl
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from ipaddress import ip_address
+from pathlib import Path
 
 import pytest
 
@@ -110,3 +115,76 @@ def test_a_checked_address_is_pinned_with_the_name_kept(monkeypatch):
     )
     with pytest.raises(targets.TargetRefused, match=r"10\.0\.0\.1"):
         targets.pin("http://h.example/", allow_private=False)
+
+
+def test_an_https_target_gets_its_name_and_an_untrusted_certificate_is_refused(
+    new_storage_url, tmp_path
+):
+    """A real TLS listener on loopback with a self-signed certificate for ``localhost``:
+    the dispatcher sends the target's name (SNI) and refuses the certificate, which no
+    public authority signed, so nothing is delivered and the error says why."""
+    cert, key = _self_signed(tmp_path, "localhost")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    names: list[str | None] = []
+    context.sni_callback = lambda sock, name, ctx: names.append(name)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def accept() -> None:
+        conn, _ = listener.accept()
+        with conn, contextlib.suppress(OSError):
+            context.wrap_socket(conn, server_side=True).close()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    t = Treasury.open(
+        new_storage_url("tls.db"), master_key=MASTER_KEY, chains={},
+        allow_private_webhook_urls=True,
+    )  # fmt: skip
+    org = make_tenant(t).org
+    hook = org.webhooks.create(
+        url=f"https://localhost:{port}/hook", events=["transaction.confirmed"]
+    )
+    event(t, org.id)
+    assert t.run_once()["webhooks_retried"] == 1
+    thread.join(timeout=10)
+    listener.close()
+    assert names == ["localhost"]
+    delivery = org.webhooks.deliveries(hook.id).data[0]
+    assert delivery.status == "pending" and "CERTIFICATE_VERIFY_FAILED" in (
+        delivery.last_error or ""
+    )
+    t.close()
+
+
+def _self_signed(directory: Path, name: str) -> tuple[Path, Path]:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.now(UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(days=1))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path

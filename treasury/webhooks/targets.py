@@ -106,6 +106,12 @@ class Pinned:
     host: str
     sni: str | None
 
+    @property
+    def path(self) -> str:
+        """The request target: the URL's path and query."""
+        parts = urlsplit(self.url)
+        return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
 
 class TargetRefused(Exception):
     """A target that must not be contacted now (it resolves to a non-public address)."""
