@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
@@ -129,3 +130,49 @@ class Storage(ABC):
 
     def close(self) -> None:  # noqa: B027 (optional hook)
         """Release connections."""
+
+
+class ThreadTransactions(Storage):
+    """A `Storage` whose transactions belong to the calling thread: the outermost one
+    opens with `begin_write` (`transaction`) or `begin_read` (`read`) in `_outermost`;
+    one opened inside it is a savepoint, and a read inside it joins it. Both built-in
+    backends derive from it."""
+
+    begin_write: ClassVar[str]
+    begin_read: ClassVar[str]
+    _local: threading.local  # `tx` and `depth` of the thread's open transaction
+
+    @abstractmethod
+    def _outermost(self, begin: str) -> AbstractContextManager[Transaction]:
+        """Open the thread's outermost transaction with `begin`, with ``_local.tx`` set
+        and ``_local.depth`` 1; commit it on success, roll it back on error."""
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        depth: int = getattr(self._local, "depth", 0)
+        if depth == 0:
+            with self._outermost(self.begin_write) as tx:
+                yield tx
+            return
+        tx = self._local.tx
+        name = f"sp{depth}"
+        tx.execute(f"SAVEPOINT {name}")
+        self._local.depth = depth + 1
+        try:
+            yield tx
+        except BaseException:
+            tx.execute(f"ROLLBACK TO SAVEPOINT {name}")
+            tx.execute(f"RELEASE SAVEPOINT {name}")
+            raise
+        else:
+            tx.execute(f"RELEASE SAVEPOINT {name}")
+        finally:
+            self._local.depth = depth
+
+    @contextmanager
+    def read(self) -> Iterator[Transaction]:
+        if getattr(self._local, "depth", 0):
+            yield self._local.tx
+            return
+        with self._outermost(self.begin_read) as tx:
+            yield tx

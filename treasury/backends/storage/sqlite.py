@@ -27,10 +27,9 @@ from urllib.parse import unquote, urlsplit
 
 import sqlite_utils
 
-from .base import DuplicateKey, Params, Row, Storage, Transaction
+from .base import DuplicateKey, Params, Row, ThreadTransactions, Transaction
 
 MEMORY = ":memory:"
-_BEGIN_WRITE = "BEGIN IMMEDIATE"
 
 
 class _Tx(Transaction):
@@ -62,7 +61,9 @@ def _translate(error: sqlite3.IntegrityError) -> Exception:
     return DuplicateKey(str(error)) if "UNIQUE" in str(error) else error
 
 
-class SQLiteStorage(Storage):
+class SQLiteStorage(ThreadTransactions):
+    begin_write = "BEGIN IMMEDIATE"
+    begin_read = "BEGIN"
     types = {
         "pk": "INTEGER PRIMARY KEY",  # rows are never hard-deleted, so ids never repeat
         "blob": "BLOB",
@@ -136,7 +137,7 @@ class SQLiteStorage(Storage):
         queue: threading.RLock | FairLock | None = None
         if self._shared is not None:
             queue = self._shared_lock
-        elif begin == _BEGIN_WRITE:
+        elif begin == self.begin_write:
             queue = self._writers
         if queue is not None:
             queue.acquire()
@@ -159,36 +160,6 @@ class SQLiteStorage(Storage):
         finally:
             if queue is not None:
                 queue.release()
-
-    @contextmanager
-    def transaction(self) -> Iterator[Transaction]:
-        depth: int = getattr(self._local, "depth", 0)
-        if depth == 0:
-            with self._outermost(_BEGIN_WRITE) as tx:
-                yield tx
-            return
-        tx = self._local.tx
-        name = f"sp{depth}"
-        tx.execute(f"SAVEPOINT {name}")
-        self._local.depth = depth + 1
-        try:
-            yield tx
-        except BaseException:
-            tx.execute(f"ROLLBACK TO {name}")
-            tx.execute(f"RELEASE {name}")
-            raise
-        else:
-            tx.execute(f"RELEASE {name}")
-        finally:
-            self._local.depth = depth
-
-    @contextmanager
-    def read(self) -> Iterator[Transaction]:
-        if getattr(self._local, "depth", 0):
-            yield self._local.tx
-            return
-        with self._outermost("BEGIN") as tx:
-            yield tx
 
     def close(self) -> None:
         with self._registry_lock:
