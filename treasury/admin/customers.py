@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 from .._infra.runtime import Runtime
+from ..backends.storage.base import Row, Transaction
 from ..errors import NotFound
 
 
-def provider_customer(runtime: Runtime, org_id: str) -> str:
-    """The provider's customer id of an organization. Created once: concurrent first
-    calls ask the provider with the same idempotency key and store the same id."""
-    with runtime.storage.read() as tx:
-        row = tx.one("SELECT name, provider_customer_id FROM organizations WHERE id = ?", (org_id,))
+def organization(tx: Transaction, org_id: str) -> Row:
+    """The organization's name and provider customer id (read in the caller's transaction)."""
+    row = tx.one("SELECT name, provider_customer_id FROM organizations WHERE id = ?", (org_id,))
     if row is None:
         raise NotFound("Organization not found")
-    if row["provider_customer_id"]:
-        return str(row["provider_customer_id"])
-    customer = runtime.fiat.create_customer(row["name"], idempotency_key=f"customer-{org_id}")
+    return row
+
+
+def provider_customer(runtime: Runtime, org_id: str, known: Row | None = None) -> str:
+    """The provider's customer id of an organization (`known`: its `organization` row, if
+    the caller read it). Created once: concurrent first calls ask the provider with the
+    same idempotency key and store the same id."""
+    if known is None:
+        with runtime.storage.read() as tx:
+            known = organization(tx, org_id)
+    if known["provider_customer_id"]:
+        return str(known["provider_customer_id"])
+    customer = runtime.fiat.create_customer(known["name"], idempotency_key=f"customer-{org_id}")
     with runtime.storage.transaction() as tx:
         tx.execute(
             "UPDATE organizations SET provider_customer_id = ?"

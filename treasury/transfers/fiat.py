@@ -9,11 +9,12 @@ maps its states to ours (DESIGN §3) through the one guarded update.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 
 from .._infra.idempotency import Upstream
 from .._infra.runtime import Runtime
-from ..admin.customers import provider_customer
+from ..admin import customers
 from ..backends.fiat.base import OffRamp, OnRamp, ProviderTransfer
 from ..backends.storage.base import Row, Transaction
 from ..bank_accounts import store as bank_accounts
@@ -56,20 +57,26 @@ def _request(tx: Transaction, row: Row) -> OnRamp | OffRamp:
     return OffRamp(**fields, from_address=row["wallet_address"])
 
 
-def _ask_provider(runtime: Runtime, row: Row) -> ProviderTransfer:
-    with runtime.storage.read() as tx:
-        request = _request(tx, row)
-    customer = provider_customer(runtime, row["org_id"])
-    return runtime.fiat.create_transfer(customer, request, idempotency_key=row["id"])
+def _ask_provider(runtime: Runtime, tx: Transaction, row: Row) -> Callable[[], ProviderTransfer]:
+    """Read what the provider needs to create `row`'s transfer in `tx`; the call itself,
+    to make after `tx` ends (with the transfer id as the provider's idempotency key)."""
+    request, org = _request(tx, row), customers.organization(tx, row["org_id"])
+
+    def ask() -> ProviderTransfer:
+        customer = customers.provider_customer(runtime, row["org_id"], org)
+        return runtime.fiat.create_transfer(customer, request, idempotency_key=row["id"])
+
+    return ask
 
 
 def onramp_steps(runtime: Runtime) -> Upstream[Transfer]:
     def perform(transfer_id: str) -> object:
-        with runtime.storage.read() as tx:
+        with runtime.storage.read() as tx:  # one read for the row and the request
             row = store.get(tx, transfer_id)
-        if row is None or row["stage"] != "claimed":
-            return None
-        return _ask_provider(runtime, row)
+            if row is None or row["stage"] != "claimed":
+                return None
+            ask = _ask_provider(runtime, tx, row)
+        return ask()
 
     def record(tx: Transaction, transfer_id: str, answer: object) -> Transfer:
         row = store.get(tx, transfer_id)
@@ -94,10 +101,12 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
     def perform(transfer_id: str) -> object:
         with runtime.storage.read() as tx:
             row = store.get(tx, transfer_id)
-        if row is None or row["stage"] != "claimed":
-            return None
-        if row["provider_transfer_id"] is None:
-            answer = _ask_provider(runtime, row)
+            if row is None or row["stage"] != "claimed":
+                return None
+            unasked = row["provider_transfer_id"] is None
+            ask = _ask_provider(runtime, tx, row) if unasked else None
+        if ask is not None:
+            answer = ask()
             with runtime.storage.transaction() as tx:
                 store.update(
                     tx, transfer_id, runtime.now_text(), provider_transfer_id=answer.id,
