@@ -42,6 +42,7 @@ from .webhooks import Webhooks
 from .webhooks.dispatcher import deliver_webhooks
 from .yields import Yields
 from .yields.artifacts import YieldArtifacts
+from .yields.snapshots import snapshot_yields
 
 #: The background jobs, in the order a pass runs them. Adding a job is adding an entry.
 JOBS: tuple[Job, ...] = (
@@ -50,6 +51,7 @@ JOBS: tuple[Job, ...] = (
     Job("index_transactions", index_transactions),
     Job("advance_transfers", advance_transfers),
     Job("sweep_virtual_wallets", sweep_virtual_wallets),
+    Job("snapshot_yields", snapshot_yields),
     Job("deliver_webhooks", deliver_webhooks),
     Job("purge_idempotency_keys", purge_expired_keys),
 )
@@ -162,6 +164,7 @@ class Treasury:
             signer=Signer(custodian),
             allow_private_webhook_urls=settings.allow_private_webhook_urls,
             sweep_minimum=settings.sweep_minimum,
+            snapshot_interval=settings.snapshot_interval,
         )
         runtime.fiat.bind(FiatContext(chain=runtime.chains.get))
         migrate(store, now=runtime.now_text())

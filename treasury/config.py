@@ -36,6 +36,7 @@ class Settings:
     rate_limit_storage: str = "memory://"
     max_body_bytes: int = 256 * 1024
     sweep_minimum: str = "1.00"  # virtual wallets sweep USDC/USDT above this into c0
+    snapshot_interval: int = 3600  # seconds between snapshots of holders' c0 (yield)
 
     @classmethod
     def load(
@@ -63,7 +64,7 @@ class Settings:
                 value = _parse_chains(value)
             elif name == "allow_private_webhook_urls":
                 value = _parse_bool(value)
-            elif name in ("max_body_bytes", "primary_chain"):
+            elif name in ("max_body_bytes", "primary_chain", "snapshot_interval"):
                 value = int(value)
             elif name == "sweep_minimum":
                 value = str(Decimal(str(value)))

@@ -26,6 +26,7 @@ class Runtime:
     signer: Signer
     allow_private_webhook_urls: bool = False
     sweep_minimum: str = "1.00"
+    snapshot_interval: int = 3600  # seconds between yield snapshots
 
     def now(self) -> datetime:
         return self.clock()

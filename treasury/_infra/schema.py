@@ -299,6 +299,35 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "DROP TABLE org_counters",
         ],
     ),
+    (
+        7,
+        "yield snapshots of every holder's c0 balance, and the periods published from them",
+        [
+            """CREATE TABLE yield_snapshots (
+                id {pk},
+                chain_id BIGINT NOT NULL,
+                taken_at TEXT NOT NULL,
+                apy TEXT NOT NULL)""",
+            "CREATE INDEX yield_snapshots_time ON yield_snapshots (chain_id, taken_at)",
+            """CREATE TABLE yield_balances (
+                snapshot_id BIGINT NOT NULL REFERENCES yield_snapshots(id),
+                address TEXT NOT NULL,
+                balance TEXT NOT NULL,
+                PRIMARY KEY (snapshot_id, address)){clustered}""",
+            """CREATE TABLE yield_periods (
+                chain_id BIGINT NOT NULL,
+                period_id BIGINT NOT NULL,
+                root TEXT,
+                total TEXT NOT NULL,
+                count INTEGER NOT NULL,
+                starts_at TEXT NOT NULL,
+                ends_at TEXT NOT NULL,
+                published_at TEXT NOT NULL,
+                artifact TEXT,
+                etag TEXT,
+                PRIMARY KEY (chain_id, period_id)){clustered}""",
+        ],
+    ),
 ]
 
 
