@@ -26,6 +26,7 @@ EXPECTED_CONTRACTS = {
     "SwapFacility",
     "TestStablecoin",
     "TestTetherToken",
+    "YieldDistributor",
 }
 
 

@@ -1,3 +1,3 @@
-from .base import ADDRESS_KEYS, Chain, ChainConfig, Receipt, Reverted
+from .base import ADDRESS_KEYS, OPTIONAL_ADDRESS_KEYS, Chain, ChainConfig, Receipt, Reverted
 
-__all__ = ["ADDRESS_KEYS", "Chain", "ChainConfig", "Receipt", "Reverted"]
+__all__ = ["ADDRESS_KEYS", "OPTIONAL_ADDRESS_KEYS", "Chain", "ChainConfig", "Receipt", "Reverted"]

@@ -45,11 +45,15 @@ def deploy_contracts(w3: Any, sender: Any) -> dict[str, str]:
 
     `sender` is an address the node signs for (eth-tester and anvil dev accounts) or an
     eth-account ``LocalAccount``. Also makes the swap facility the c0 minter and seeds it
-    with `RESERVES` of USDC and USDT so that withdrawals work.
+    with `RESERVES` of USDC and USDT so that withdrawals work; `sender` is the yield
+    distributor's operator.
     """
     address = _address_of(sender)
     nonce = w3.eth.get_transaction_count(to_checksum_address(address), "pending")
-    names = ["USDC", "USDT", "c0", "swap_facility", "earner_rate_source", "multicall"]
+    names = [
+        "USDC", "USDT", "c0", "swap_facility", "earner_rate_source", "multicall",
+        "yield_distributor",
+    ]  # fmt: skip
     at = {name: contract_address(address, nonce + i) for i, name in enumerate(names)}
     steps: list[tuple[str | None, bytes]] = [
         (None, _creation("TestStablecoin", ["string", "string"], ["USD Coin", "USDC"])),
@@ -61,6 +65,7 @@ def deploy_contracts(w3: Any, sender: Any) -> dict[str, str]:
         ),
         (None, _creation("EarnerRateSource", ["uint32"], [DEFAULT_EARNER_RATE_BPS])),
         (None, _creation("Multicall3", [], [])),
+        (None, _creation("YieldDistributor", ["address"] * 2, [at["c0"], address])),
         (at["c0"], calldata("setMinter(address,bool)", at["swap_facility"], True)),
         (at["USDC"], calldata("mint(address,uint256)", at["swap_facility"], RESERVES)),
         (at["USDT"], calldata("mint(address,uint256)", at["swap_facility"], RESERVES)),

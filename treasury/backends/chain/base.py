@@ -18,7 +18,12 @@ from typing import Any, Self
 from ...errors import NotFound, UpstreamError
 
 #: Keys of `ChainConfig.addresses` (values: lowercase 0x addresses on that chain).
-ADDRESS_KEYS = ("USDC", "USDT", "c0", "swap_facility", "earner_rate_source", "multicall")
+ADDRESS_KEYS = (
+    "USDC", "USDT", "c0", "swap_facility", "earner_rate_source", "multicall", "yield_distributor"
+)  # fmt: skip
+#: Keys a chain may go without: Multicall3 has a canonical address; without a yield
+#: distributor, periods are published but no root is posted on that chain.
+OPTIONAL_ADDRESS_KEYS = ("multicall", "yield_distributor")
 CANONICAL_MULTICALL3 = "0xca11bde05977b3631167028862be2a173976ca11"
 
 
@@ -83,7 +88,7 @@ class Chain(ABC):
     """A chain backend. Thread-safe: one instance serves every thread of a process."""
 
     chain_id: int
-    addresses: Mapping[str, str]  # every key of ADDRESS_KEYS
+    addresses: Mapping[str, str]  # the keys of ADDRESS_KEYS (the optional ones if known)
     tokens: Sequence[str]  # ERC-20 addresses reported by balances, USDC/USDT/c0 first
 
     @classmethod

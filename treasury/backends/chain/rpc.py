@@ -20,7 +20,15 @@ import httpx
 
 from ...errors import UpstreamError
 from ...evm.abi import call_fields, check_hash, is_address, revert_reason
-from .base import ADDRESS_KEYS, CANONICAL_MULTICALL3, Chain, ChainConfig, Receipt, Reverted
+from .base import (
+    ADDRESS_KEYS,
+    CANONICAL_MULTICALL3,
+    OPTIONAL_ADDRESS_KEYS,
+    Chain,
+    ChainConfig,
+    Receipt,
+    Reverted,
+)
 
 __all__ = ["BATCH_SIZE", "RpcChain"]
 
@@ -37,7 +45,8 @@ class RpcChain(Chain):
     """
 
     def __init__(self, config: ChainConfig, *, client: httpx.Client | None = None) -> None:
-        missing = [k for k in ADDRESS_KEYS if k != "multicall" and k not in config.addresses]
+        required = [k for k in ADDRESS_KEYS if k not in OPTIONAL_ADDRESS_KEYS]
+        missing = [k for k in required if k not in config.addresses]
         if missing:
             raise ValueError(
                 f"chain {config.chain_id} needs the addresses of {', '.join(missing)} "
@@ -52,7 +61,7 @@ class RpcChain(Chain):
         parts = urlsplit(config.url)  # never the path or credentials: they may hold API keys
         port = f":{parts.port}" if parts.port else ""
         self._where = f"chain {config.chain_id} at {parts.scheme}://{parts.hostname}{port}"
-        self.addresses = {k: addresses[k].lower() for k in ADDRESS_KEYS}
+        self.addresses = {k: addresses[k].lower() for k in ADDRESS_KEYS if k in addresses}
         core = [self.addresses[k] for k in ("USDC", "USDT", "c0")]
         self.tokens = core + [t.lower() for t in config.tokens if t.lower() not in core]
         self._minter_key = config.minter_key

@@ -1,0 +1,102 @@
+"""The YieldDistributor contract on the in-process devnet: the operator posts a period's
+root once; a holder claims with its proof (OpenZeppelin standard-v1 leaves, sorted-pair
+hashing, checked here with the test's own keccak code) and receives exactly its amount,
+once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from eth_abi import encode
+from eth_account import Account
+from eth_hash.auto import keccak
+from eth_tester.exceptions import TransactionFailed
+from web3.exceptions import ContractLogicError
+
+from treasury.backends.chain.devnet import DevnetChain
+from treasury.evm.abi import BALANCE_OF, calldata
+
+PERIOD = 2917
+CLAIM = "claim(uint256,uint256,address,uint256,bytes32[])"
+
+
+def leaf(index: int, account: str, amount: int) -> bytes:
+    return keccak(keccak(encode(["uint256", "address", "uint256"], [index, account, amount])))
+
+
+def pair(a: bytes, b: bytes) -> bytes:
+    return keccak(min(a, b) + max(a, b))
+
+
+@pytest.fixture(scope="module")
+def devnet() -> DevnetChain:
+    return DevnetChain()
+
+
+def send(chain: DevnetChain, sender: Any, to: str, data: bytes) -> Any:
+    w3 = chain.web3
+    tx = {
+        "to": w3.to_checksum_address(to), "data": "0x" + data.hex(), "gas": 300_000,
+        "nonce": w3.eth.get_transaction_count(sender.address, "pending"),
+        "chainId": 31337, "maxFeePerGas": 10**11, "maxPriorityFeePerGas": 10**9,
+    }  # fmt: skip
+    raw = sender.sign_transaction(tx).raw_transaction
+    return w3.eth.wait_for_transaction_receipt(w3.eth.send_raw_transaction(raw))
+
+
+def call(chain: DevnetChain, to: str, data: bytes) -> bytes:
+    return bytes(chain.web3.eth.call({"to": chain.web3.to_checksum_address(to), "data": data}))
+
+
+def test_a_holder_claims_its_amount_once_with_its_proof(devnet):
+    distributor, c0 = devnet.addresses["yield_distributor"], devnet.addresses["c0"]
+    holders = [Account.create() for _ in range(3)]
+    for holder in holders:
+        devnet.faucet(holder.address, "ETH", "1")
+    amounts = [7 * 10**15, 123_456_789, 10**18]
+    accounts = sorted(h.address.lower() for h in holders)  # index: ascending account order
+    leaves = [leaf(i, a, amounts[i]) for i, a in enumerate(accounts)]
+    # three leaves: the root hashes the pair (0, 1) with leaf 2, as any sorted-pair tree
+    root = pair(pair(leaves[0], leaves[1]), leaves[2])
+    proofs = [[leaves[1], leaves[2]], [leaves[0], leaves[2]], [pair(leaves[0], leaves[1])]]
+
+    devnet.faucet(distributor, "c0", "1.007")  # the period's total, minted to the contract
+    outsider = Account.create()
+    devnet.faucet(outsider.address, "ETH", "1")
+    post = calldata("postRoot(uint256,bytes32)", PERIOD, root)
+    assert send(devnet, outsider, distributor, post)["status"] == 0  # only the operator
+    operator = devnet.web3.to_checksum_address(devnet.deployer)  # the operator: the deployer
+    devnet.web3.eth.send_transaction(
+        {
+            "from": operator,
+            "to": devnet.web3.to_checksum_address(distributor),
+            "data": "0x" + post.hex(),
+        }
+    )
+    assert call(devnet, distributor, calldata("roots(uint256)", PERIOD)) == root
+
+    by_address = {h.address.lower(): h for h in holders}
+    index = 1
+    claimer = by_address[accounts[index]]
+    claim = calldata(CLAIM, PERIOD, index, accounts[index], amounts[index], proofs[index])
+    wrong = calldata(CLAIM, PERIOD, index, accounts[index], amounts[index] + 1, proofs[index])
+    assert send(devnet, claimer, distributor, wrong)["status"] == 0  # another amount
+    assert send(devnet, claimer, distributor, claim)["status"] == 1
+    balance = BALANCE_OF.decode(call(devnet, c0, BALANCE_OF.encode(accounts[index])))[0]
+    assert balance == amounts[index]
+    assert send(devnet, claimer, distributor, claim)["status"] == 0  # never twice
+    claimed = calldata("isClaimed(uint256,uint256)", PERIOD, index)
+    assert call(devnet, distributor, claimed)[-1] == 1
+    # anyone may send a holder's claim; the amount still goes to the holder
+    other = calldata(CLAIM, PERIOD, 2, accounts[2], amounts[2], proofs[2])
+    assert send(devnet, outsider, distributor, other)["status"] == 1
+    assert BALANCE_OF.decode(call(devnet, c0, BALANCE_OF.encode(accounts[2])))[0] == amounts[2]
+    with pytest.raises((ContractLogicError, TransactionFailed), match="root already posted"):
+        devnet.web3.eth.call(
+            {
+                "from": operator,
+                "to": devnet.web3.to_checksum_address(distributor),
+                "data": "0x" + post.hex(),
+            }
+        )
