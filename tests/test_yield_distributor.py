@@ -34,12 +34,12 @@ def devnet() -> DevnetChain:
     return DevnetChain()
 
 
-def send(chain: DevnetChain, sender: Any, to: str, data: bytes) -> Any:
+def send(chain: Any, sender: Any, to: str, data: bytes) -> Any:
     w3 = chain.web3
     tx = {
         "to": w3.to_checksum_address(to), "data": "0x" + data.hex(), "gas": 300_000,
         "nonce": w3.eth.get_transaction_count(sender.address, "pending"),
-        "chainId": 31337, "maxFeePerGas": 10**11, "maxPriorityFeePerGas": 10**9,
+        "chainId": 31337, **chain.fee_fields(),
     }  # fmt: skip
     raw = sender.sign_transaction(tx).raw_transaction
     return w3.eth.wait_for_transaction_receipt(w3.eth.send_raw_transaction(raw))
@@ -100,3 +100,45 @@ def test_a_holder_claims_its_amount_once_with_its_proof(devnet):
                 "data": "0x" + post.hex(),
             }
         )
+
+
+def post_and_claim(chain: Any) -> None:
+    """`chain.post_yield_root` funds the distributor and posts a one-leaf root; the holder
+    claims exactly its amount."""
+    holder = Account.create()
+    chain.faucet(holder.address, "ETH", "1")
+    distributor, c0 = chain.addresses["yield_distributor"], chain.addresses["c0"]
+    amount, period = 4_200_000_000_000, 3001
+    root = leaf(0, holder.address.lower(), amount)  # one leaf: the root, an empty proof
+    before = BALANCE_OF.decode(call_on(chain, c0, BALANCE_OF.encode(distributor)))[0]
+    assert chain.post_yield_root(period, "0x" + root.hex(), amount) is not None
+    assert call_on(chain, distributor, calldata("roots(uint256)", period)) == root
+    after = BALANCE_OF.decode(call_on(chain, c0, BALANCE_OF.encode(distributor)))[0]
+    assert after - before == amount
+    claim = calldata(CLAIM, period, 0, holder.address.lower(), amount, [])
+    assert send(chain, holder, distributor, claim)["status"] == 1
+    assert BALANCE_OF.decode(call_on(chain, c0, BALANCE_OF.encode(holder.address)))[0] == amount
+
+
+def call_on(chain: Any, to: str, data: bytes) -> bytes:
+    return chain.call(to, data)
+
+
+def test_the_devnet_posts_a_root_with_its_total(devnet):
+    post_and_claim(devnet)
+
+
+def test_anvil_with_a_minter_key_posts_a_root_with_its_total(anvil_config):
+    from treasury.backends.chain import ChainConfig
+    from treasury.backends.chain.rpc import RpcChain
+
+    chain = RpcChain(ChainConfig.parse(31337, anvil_config))
+    try:
+        post_and_claim(chain)
+        without = {**anvil_config, "minter_key": None}
+        assert (
+            RpcChain(ChainConfig.parse(31337, without)).post_yield_root(1, "0x" + "1" * 64, 1)
+            is None
+        )
+    finally:
+        chain.close()

@@ -140,5 +140,11 @@ class Chain(ABC):
         mint; `ValueError` for a bad symbol or amount."""
         raise NotFound(f"Chain {self.chain_id} has no test helpers")
 
+    def post_yield_root(self, period_id: int, root: str, total: int) -> str | None:
+        """Where the chain has a yield distributor and we hold its operator key (a local
+        chain whose test contracts we own): give the distributor `total` raw c0 and post
+        `root` for `period_id`; the mined posting's hash. None elsewhere."""
+        return None
+
     def close(self) -> None:  # noqa: B027 (optional hook)
         """Release connections or stop an in-process chain."""

@@ -36,7 +36,7 @@ from web3.providers.eth_tester.defaults import API_ENDPOINTS
 
 from ...errors import UpstreamError
 from ...evm.abi import call_fields, calldata, check_hash, revert_reason
-from ._deploy import deploy_contracts, fund
+from ._deploy import deploy_contracts, fund, post_yield_root
 from .base import Chain, ChainConfig, Receipt, Reverted
 
 __all__ = ["DevnetChain"]
@@ -118,6 +118,12 @@ class DevnetChain(Chain):
     def faucet(self, address: str, symbol: str, amount: str | int | Decimal) -> str:
         with self._errors():
             return fund(self._web3, self.deployer, self.addresses, address, symbol, amount)
+
+    def post_yield_root(self, period_id: int, root: str, total: int) -> str | None:
+        with self._errors():
+            return post_yield_root(
+                self._web3, self.deployer, self.addresses, period_id, root, total
+            )
 
     # -- devnet only ----------------------------------------------------------------
 

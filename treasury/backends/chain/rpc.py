@@ -152,6 +152,17 @@ class RpcChain(Chain):
         with self._minting:  # one sender: its nonces in order
             return fund(self.web3, minter, self.addresses, address, symbol, amount)
 
+    def post_yield_root(self, period_id: int, root: str, total: int) -> str | None:
+        if self._minter_key is None or "yield_distributor" not in self.addresses:
+            return None
+        from eth_account import Account
+
+        from ._deploy import post_yield_root
+
+        operator = Account.from_key(self._minter_key)
+        with self._minting:  # one sender: its nonces in order
+            return post_yield_root(self.web3, operator, self.addresses, period_id, root, total)
+
     def close(self) -> None:
         if self._own_client:
             self._client.close()
