@@ -302,7 +302,8 @@ def test_devnet_runs_anvil_and_serve_uses_it(cwd: Path) -> None:
         chain = tomllib.loads((cwd / "treasury.toml").read_text())["chains"]["31337"]
         assert chain["url"] == f"http://127.0.0.1:{anvil_port}"
         assert set(chain["addresses"]) == {
-            "USDC", "USDT", "c0", "swap_facility", "earner_rate_source", "multicall"
+            "USDC", "USDT", "c0", "swap_facility", "earner_rate_source", "multicall",
+            "yield_distributor",
         }  # fmt: skip
 
         secret = run_json("init", master_key=None)["apiKey"]["secret"]
@@ -339,3 +340,34 @@ def test_devnet_runs_anvil_and_serve_uses_it(cwd: Path) -> None:
     assert devnet.returncode == 0
     with pytest.raises(httpx.TransportError):  # anvil stopped with the command
         httpx.post(chain["url"], json={"jsonrpc": "2.0", "id": 1, "method": "eth_chainId"})
+
+
+def test_yield_periods_show_and_publish(cwd: Path) -> None:
+    """A week published through the Python API (an injected clock) is listed and shown
+    by the CLI; an unknown period exits 1; `publish` runs the two yield jobs."""
+    from datetime import UTC, datetime, timedelta
+
+    from treasury.yields.periods import bounds, period_of
+
+    tuesday = datetime(2026, 11, 17, 9, 30, tzinfo=UTC)
+    now = [tuesday]
+    storage = os.environ.get("TREASURY_STORAGE", "sqlite:///treasury.db")
+    with Treasury.open(storage, master_key=MASTER_KEY, clock=lambda: now[0]) as t:
+        org = t.for_organization(t.admin.create_organization("Acme").id)
+        wallet = org.wallets.create(label="Ops").address
+        t.chain(31337).faucet(wallet, "c0", "500")
+        t.run_once()
+        now[0] = bounds(period_of(tuesday))[1] + timedelta(minutes=1)
+        assert t.run_once()["yield_periods_published"] == 1
+    week = str(period_of(tuesday))
+    (listed,) = run_json("yield", "periods")["data"]
+    assert listed["periodId"] == week and listed["count"] == 1
+    assert week in run("yield", "periods").stdout
+    shown = run_json("yield", "show", week, "--chain", "31337")
+    assert [leaf["account"] for leaf in shown["leaves"]] == [wallet]
+    assert "Root 0x" in run("yield", "show", week).stdout
+    assert "not published" in run("yield", "show", "1", code=1).stderr
+    published = run_json("yield", "publish")
+    assert published["errors"] == {} and set(published["counts"]) <= {
+        "yield_snapshots", "yield_periods_published"
+    }  # fmt: skip

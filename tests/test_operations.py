@@ -89,6 +89,7 @@ def samples(live: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
         "webhooks.retry_delivery": ("POST", f"/v1/webhooks/{hook.id}/deliveries/{live['delivery']}/retry", {}),
         "webhooks.delete": ("DELETE", f"/v1/webhooks/{hook.id}", {}),
         "yield_artifacts.list": ("GET", "/v1/yield/artifacts", {"headers": {"x-api-key": ""}}),
+        "yields.claims": ("GET", f"/v1/yield/{wallet.address}?chainId={CHAIN}", {}),
         "swaps.prepare_deposit": ("POST", f"/v1/{CHAIN}/deposit/prepare", {"json": prepare}),
         "swaps.prepare_withdraw": ("POST", f"/v1/{CHAIN}/withdraw/prepare", {"json": prepare}),
         "transactions.record": ("POST", f"/v1/{CHAIN}/transactions", {"json": recorded}),

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
@@ -42,6 +42,7 @@ from .webhooks import Webhooks
 from .webhooks.dispatcher import deliver_webhooks
 from .yields import Yields
 from .yields.artifacts import YieldArtifacts
+from .yields.publication import publish_yield_periods
 from .yields.snapshots import snapshot_yields
 
 #: The background jobs, in the order a pass runs them. Adding a job is adding an entry.
@@ -52,6 +53,7 @@ JOBS: tuple[Job, ...] = (
     Job("advance_transfers", advance_transfers),
     Job("sweep_virtual_wallets", sweep_virtual_wallets),
     Job("snapshot_yields", snapshot_yields),
+    Job("publish_yield_periods", publish_yield_periods),
     Job("deliver_webhooks", deliver_webhooks),
     Job("purge_idempotency_keys", purge_expired_keys),
 )
@@ -197,10 +199,14 @@ class Treasury:
         """The backend of a configured chain (the devnet adds `faucet`); 404 if unknown."""
         return self._runtime.chains.get(chain_id)
 
-    def run_once(self) -> RunSummary:
+    def run_once(self, only: Sequence[str] | None = None) -> RunSummary:
         """One pass of every background job (`JOBS`, in order), each isolated: a failing
-        job, or a failing part of one (a chain), is reported and the rest goes on."""
-        return run_pass(self._runtime, JOBS)
+        job, or a failing part of one (a chain), is reported and the rest goes on.
+        `only`: the names of the jobs to run (still in `JOBS` order)."""
+        unknown = set(only or ()) - {job.name for job in JOBS}
+        if unknown:
+            raise ValueError(f"unknown jobs: {', '.join(sorted(unknown))}")
+        return run_pass(self._runtime, [j for j in JOBS if only is None or j.name in only])
 
     def run_in_background(
         self,

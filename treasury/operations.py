@@ -50,7 +50,15 @@ from .virtual import VirtualAccount, VirtualWallet
 from .wallets import CreateWallet, TrackedWalletResponse, TrackWallet, UpdateWallet, Wallet
 from .webhooks import CreatedWebhook, CreateWebhook, Delivery, Webhook
 from .webhooks.models import DeliveryId
-from .yields.models import YieldArtifact, YieldEstimate, YieldQuery
+from .yields.models import (
+    ArtifactQuery,
+    ClaimsQuery,
+    YieldArtifact,
+    YieldClaim,
+    YieldEstimate,
+    YieldPeriod,
+    YieldQuery,
+)
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
@@ -60,7 +68,7 @@ class Operation:
     name: str
     method: Literal["GET", "POST", "PATCH", "DELETE"]
     path: str
-    response: type[Resource]
+    response: Any  # a `Resource` type, or a union of two (one path, two answers)
     status: int = 200
     body: type[BaseModel] | None = None
     query: type[BaseModel] | None = None
@@ -233,8 +241,13 @@ OPERATIONS: tuple[Operation, ...] = (
         path_params={"id": RowId}, summary="Delete a webhook",
     ),
     Operation(
-        "yield_artifacts.list", "GET", "/yield/artifacts", ListOf[YieldArtifact], public=True,
-        summary="Published yield distribution periods (public)",
+        "yield_artifacts.list", "GET", "/yield/artifacts", ListOf[YieldArtifact] | YieldPeriod,
+        query=ArtifactQuery, public=True,
+        summary="Published yield periods; with periodId, one period whole (public, immutable)",
+    ),
+    Operation(
+        "yields.claims", "GET", "/yield/{address}", ListOf[YieldClaim], query=ClaimsQuery,
+        path_params={"address": Address}, summary="An address's yield claims and their status",
     ),
     Operation(
         "swaps.prepare_deposit", "POST", "/{chainId}/deposit/prepare", Prepared,

@@ -67,6 +67,10 @@ class Resource(BaseModel):
         frozen=True,
     )
 
+    #: Whether an answer of this type never changes once made (a published yield
+    #: period): HTTP serves it with a strong ETag, cached for a year, 304 on a match.
+    cache_forever: ClassVar[bool] = False
+
     _replayed: bool = PrivateAttr(default=False)
 
     #: Whether this resource holds something only ever stored encrypted (a secret shown

@@ -324,8 +324,16 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 ends_at TEXT NOT NULL,
                 published_at TEXT NOT NULL,
                 artifact TEXT,
-                etag TEXT,
+                root_tx TEXT,
                 PRIMARY KEY (chain_id, period_id)){clustered}""",
+            """CREATE TABLE yield_leaves (
+                chain_id BIGINT NOT NULL,
+                account TEXT NOT NULL,
+                period_id BIGINT NOT NULL,
+                leaf_index BIGINT NOT NULL,
+                amount TEXT NOT NULL,
+                proof TEXT NOT NULL,
+                PRIMARY KEY (chain_id, account, period_id)){clustered}""",
         ],
     ),
 ]

@@ -8,6 +8,7 @@ operation serves (404, or 405 with ``Allow``), also when mounted in a host app.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -132,10 +133,22 @@ def _view(treasury: Treasury, operation: Operation) -> Callable[..., Response]:
         )
         headers = {"Idempotent-Replayed": "true"} if result.replayed else None
         body = result.model_dump_json()  # pydantic's serializer: no dict in between
+        if type(result).cache_forever:
+            return _immutable(body)
         return Response(body, operation.status, headers, mimetype="application/json")
 
     view.__name__ = endpoint(operation)
     return view
+
+
+def _immutable(body: str) -> Response:
+    """An answer that never changes: a strong ETag of its bytes, public and cached for a
+    year; 304 without a body when the client already holds it (If-None-Match)."""
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    headers = {"ETag": f'"{digest}"', "Cache-Control": "public, max-age=31536000, immutable"}
+    if request.if_none_match.contains_weak(digest):
+        return Response(status=304, headers=headers)
+    return Response(body, 200, headers, mimetype="application/json")
 
 
 def _client() -> str:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from .._infra.models import ListOf
 from .._infra.runtime import Runtime
-from .models import YieldArtifact
+from .._infra.validation import parse_value
+from ..errors import NotFound
+from . import store
+from .models import PeriodId, YieldArtifact, YieldPeriod
 
 
 class YieldArtifacts:
@@ -15,6 +18,39 @@ class YieldArtifacts:
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
 
-    def list(self) -> ListOf[YieldArtifact]:
-        """Published periods, newest first (none until distributions are published)."""
-        return ListOf[YieldArtifact](data=[])
+    def list(
+        self, *, period_id: str | None = None, chain_id: int | None = None
+    ) -> ListOf[YieldArtifact] | YieldPeriod:
+        """Published periods of every chain, newest first; with `period_id`, that period
+        whole on `chain_id` (default the primary chain), as `get`."""
+        if period_id is not None:
+            return self.get(period_id, chain_id)
+        with self._runtime.storage.read() as tx:
+            rows = store.published(tx)
+        return ListOf[YieldArtifact](
+            data=[
+                YieldArtifact(
+                    period_id=str(row["period_id"]),
+                    chain_id=row["chain_id"],
+                    root=row["root"],
+                    total=row["total"],
+                    count=row["count"],
+                    starts_at=row["starts_at"],
+                    ends_at=row["ends_at"],
+                    published_at=row["published_at"],
+                )
+                for row in rows
+            ]
+        )
+
+    def get(self, period_id: str | int, chain_id: int | None = None) -> YieldPeriod:
+        """One published period: its leaves with their proofs and the tree's dump (frozen:
+        the same body on every call). 404 when it is not published."""
+        number = int(parse_value(PeriodId, str(period_id), "query", "periodId"))
+        chains = self._runtime.chains
+        chain = chains.primary if chain_id is None else chains.require(chain_id)
+        with self._runtime.storage.read() as tx:
+            body = store.artifact(tx, chain, number)
+        if body is None:
+            raise NotFound(f"Period {number} is not published on chain {chain}")
+        return YieldPeriod.model_validate_json(body)

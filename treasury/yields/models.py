@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, StringConstraints
+from pydantic.alias_generators import to_camel
 
-from .._infra.models import Address, Body, Resource
+from .._infra.models import Address, Body, ChainId, Resource
 
 
 class YieldRate(Resource):
@@ -41,3 +43,62 @@ class YieldArtifact(Resource):
     starts_at: datetime
     ends_at: datetime
     published_at: datetime
+
+
+class YieldLeaf(Resource):
+    """One holder's claim in a period: its leaf values and its merkle proof."""
+
+    index: int
+    account: str
+    amount: str
+    proof: list[str]
+
+
+class YieldPeriod(YieldArtifact):
+    """A published period whole (``GET /v1/yield/artifacts?periodId=N``): its leaves with
+    their proofs, and the OpenZeppelin ``StandardMerkleTree`` dump (``tree``)."""
+
+    cache_forever: ClassVar[bool] = True  # frozen once published: an immutable answer
+
+    leaf_encoding: list[str]
+    leaves: list[YieldLeaf]
+    tree: dict[str, Any]
+
+
+PeriodId = Annotated[str, StringConstraints(pattern=r"^[0-9]{1,12}$")]
+"""A period's id as the API shows it: the decimal string of its week number."""
+
+_QUERY = ConfigDict(
+    extra="ignore", strict=False, frozen=True, alias_generator=to_camel, populate_by_name=True
+)
+
+
+class ArtifactQuery(Body):
+    """``?periodId=N`` (and ``chainId``, default the primary chain): that period whole."""
+
+    model_config = _QUERY
+
+    period_id: PeriodId | None = None
+    chain_id: ChainId | None = None
+
+
+class ClaimsQuery(Body):
+    """``?chainId=`` of an address's claims (default the primary chain)."""
+
+    model_config = _QUERY
+
+    chain_id: ChainId | None = None
+
+
+class YieldClaim(Resource):
+    """One period's claim of an address, and whether the distributor has paid it."""
+
+    chain_id: int
+    distributor: str | None
+    period_id: str
+    status: Literal["claimed", "unclaimed"]
+    root: str
+    index: int
+    account: str
+    amount: str
+    proof: list[str]

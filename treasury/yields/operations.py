@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Context, Decimal
 
 from .._infra.group import Group
-from .._infra.models import Address
+from .._infra.models import Address, ListOf
 from .._infra.validation import parse_value
 from ..errors import UpstreamError
-from ..evm.abi import BALANCE_OF, DECIMALS, EARNER_RATE
+from ..evm.abi import BALANCE_OF, DECIMALS, EARNER_RATE, IS_CLAIMED
 from ..evm.multicall import multicall
-from .models import YieldEstimate, YieldRate
+from . import store
+from .models import YieldClaim, YieldEstimate, YieldRate
 
 FEE = Decimal("0.1")
 _CTX = Context(prec=50)
@@ -61,4 +63,37 @@ class Yields(Group):
             daily_yield=str(projection.daily),
             monthly_yield=str(projection.monthly),
             annual_yield=str(projection.annual),
+        )
+
+    def claims(self, address: str, *, chain_id: int | None = None) -> ListOf[YieldClaim]:
+        """`address`'s claims of published periods on `chain_id` (default the primary
+        chain), newest first, each `claimed` or `unclaimed` as the distributor says."""
+        address = str(parse_value(Address, address, "path", "address"))
+        runtime = self._scope.runtime
+        chain_id = runtime.chains.primary if chain_id is None else runtime.chains.require(chain_id)
+        with runtime.storage.read() as tx:
+            rows = store.claims(tx, chain_id, address)
+        chain = runtime.chains.get(chain_id)
+        distributor = chain.addresses.get("yield_distributor")
+        paid: list[tuple[object, ...] | None] = [None] * len(rows)
+        if distributor is not None and rows:
+            calls = [(distributor, IS_CLAIMED, (r["period_id"], r["leaf_index"])) for r in rows]
+            paid = multicall(chain, calls)
+            if any(answer is None for answer in paid):
+                raise UpstreamError("the yield distributor did not answer")
+        return ListOf[YieldClaim](
+            data=[
+                YieldClaim(
+                    chain_id=chain_id,
+                    distributor=distributor,
+                    period_id=str(row["period_id"]),
+                    status="claimed" if answer and answer[0] else "unclaimed",
+                    root=row["root"],
+                    index=row["leaf_index"],
+                    account=address,
+                    amount=row["amount"],
+                    proof=json.loads(row["proof"]),
+                )
+                for row, answer in zip(rows, paid, strict=True)
+            ]
         )

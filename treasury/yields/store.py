@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from .._infra.clock import to_text
 from ..backends.storage.base import Row, Transaction
@@ -76,7 +78,7 @@ def snapshots(tx: Transaction, chain_id: int, start: datetime, end: datetime) ->
     ]
 
 
-def published_ids(tx: Transaction, chain_id: int, low: int, high: int) -> set[int]:
+def built_periods(tx: Transaction, chain_id: int, low: int, high: int) -> set[int]:
     """The periods of `chain_id` in [low, high) already built (with or without claims)."""
     rows = tx.query(
         "SELECT period_id FROM yield_periods WHERE chain_id = ? AND period_id >= ?"
@@ -84,3 +86,77 @@ def published_ids(tx: Transaction, chain_id: int, low: int, high: int) -> set[in
         (chain_id, low, high),
     )
     return {int(row["period_id"]) for row in rows}
+
+
+def freeze(
+    tx: Transaction,
+    chain_id: int,
+    period_id: int,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    body: str | None,
+) -> bool:
+    """Store a built period once (`body` None: it has no claims); whether this call did."""
+    empty = {"root": None, "total": "0", "count": 0}
+    period: dict[str, Any] = json.loads(body) if body is not None else empty
+    values = (chain_id, period_id, period["root"], period["total"], period["count"])
+    stored = tx.execute(
+        "INSERT INTO yield_periods (chain_id, period_id, root, total, count, starts_at,"
+        " ends_at, published_at, artifact) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (chain_id, period_id) DO NOTHING",
+        (*values, to_text(start), to_text(end), to_text(now), body),
+    )
+    if stored != 1:
+        return False
+    for leaf in period.get("leaves", ()):  # each holder's claim, found by its address
+        tx.execute(
+            "INSERT INTO yield_leaves (chain_id, account, period_id, leaf_index, amount, proof)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (chain_id, leaf["account"], period_id, leaf["index"], leaf["amount"],
+             json.dumps(leaf["proof"])),
+        )  # fmt: skip
+    return True
+
+
+def published(tx: Transaction) -> list[Row]:
+    """Every period built with claims, newest first."""
+    return tx.query(
+        "SELECT chain_id, period_id, root, total, count, starts_at, ends_at, published_at"
+        " FROM yield_periods WHERE count > 0 ORDER BY period_id DESC, chain_id"
+    )
+
+
+def artifact(tx: Transaction, chain_id: int, period_id: int) -> str | None:
+    """A published period's frozen body, None if it is not published (or has no claims)."""
+    row = tx.one(
+        "SELECT artifact FROM yield_periods WHERE chain_id = ? AND period_id = ? AND count > 0",
+        (chain_id, period_id),
+    )
+    return None if row is None else str(row["artifact"])
+
+
+def claims(tx: Transaction, chain_id: int, account: str) -> list[Row]:
+    """An address's claims on a chain, newest period first, with each period's root."""
+    return tx.query(
+        "SELECT l.period_id, l.leaf_index, l.amount, l.proof, p.root FROM yield_leaves l"
+        " JOIN yield_periods p ON p.chain_id = l.chain_id AND p.period_id = l.period_id"
+        " WHERE l.chain_id = ? AND l.account = ? ORDER BY l.period_id DESC",
+        (chain_id, account),
+    )
+
+
+def unposted(tx: Transaction, chain_id: int) -> list[Row]:
+    """Published periods whose root is not yet posted to the chain's distributor."""
+    return tx.query(
+        "SELECT period_id, root, total FROM yield_periods WHERE chain_id = ? AND count > 0"
+        " AND root_tx IS NULL ORDER BY period_id",
+        (chain_id,),
+    )
+
+
+def posted(tx: Transaction, chain_id: int, period_id: int, tx_hash: str) -> None:
+    tx.execute(
+        "UPDATE yield_periods SET root_tx = ? WHERE chain_id = ? AND period_id = ?",
+        (tx_hash, chain_id, period_id),
+    )
