@@ -12,6 +12,8 @@ import httpx
 from eth_abi import encode
 from eth_account import Account
 from eth_hash.auto import keccak
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from treasury import Treasury
 from treasury.backends.chain.devnet import DevnetChain
@@ -20,8 +22,10 @@ from treasury.http import create_app
 from treasury.testing.server import serve
 from treasury.yields import project
 from treasury.yields.periods import bounds, period_of
+from treasury.yields.publication import build
 
 from .conftest import MASTER_KEY, make_tenant
+from .test_merkle import javascript
 from .test_yield_distributor import CLAIM, send
 
 CHAIN = 31337
@@ -156,3 +160,34 @@ def test_a_holder_claims_on_chain_and_its_claim_then_shows_claimed(new_storage_u
 
 def balance(chain: DevnetChain, token: str, address: str) -> int:
     return int(BALANCE_OF.decode(chain.call(token, BALANCE_OF.encode(address)))[0])
+
+
+@settings(deadline=None, max_examples=40)
+@given(
+    owed=st.dictionaries(
+        st.integers(min_value=1, max_value=2**160 - 1).map(lambda n: f"0x{n:040x}"),
+        st.integers(min_value=1, max_value=10**30),
+        min_size=1,
+        max_size=60,
+    )
+)
+def test_a_periods_leaves_sum_to_its_total_and_every_proof_verifies(owed):
+    period = build(CHAIN, 2967, owed, TUESDAY)
+    assert sum(int(leaf.amount) for leaf in period.leaves) == int(period.total)
+    assert period.count == len(owed) == len(period.leaves)
+    assert [leaf.account for leaf in period.leaves] == sorted(owed)
+    assert [leaf.index for leaf in period.leaves] == list(range(len(owed)))
+    for leaf in period.leaves:
+        assert int(leaf.amount) == owed[leaf.account]
+        assert verifies(period.root, leaf.proof, leaf.index, leaf.account, int(leaf.amount))
+
+
+def test_a_published_tree_loads_and_verifies_in_openzeppelins_package():
+    owed = {f"0x{n:040x}": n * 10**15 for n in range(1, 40)}
+    period = build(CHAIN, 2967, owed, TUESDAY)
+    values = [[leaf.index, leaf.account, leaf.amount] for leaf in period.leaves]
+    loaded = javascript(
+        {"leafEncoding": period.leaf_encoding, "values": values, "load": period.tree}
+    )
+    assert loaded["loaded"] == {"root": period.root, "verified": [True] * len(owed)}
+    assert loaded["dump"] == period.tree  # and JavaScript builds the same tree

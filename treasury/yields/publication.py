@@ -88,7 +88,7 @@ def build(chain_id: int, period_id: int, owed: dict[str, int], now: datetime) ->
     """The artifact of a period from each holder's amount (all positive)."""
     start, end = bounds(period_id)
     accounts = sorted(owed)
-    values = [[i, account, owed[account]] for i, account in enumerate(accounts)]
+    values = [[i, account, str(owed[account])] for i, account in enumerate(accounts)]  # JSON-safe
     tree = StandardMerkleTree.of(values, LEAF_ENCODING)
     return YieldPeriod(
         period_id=str(period_id),
