@@ -4,9 +4,9 @@ freeze it (DESIGN §3 "Yield distributions").
 The artifact is an OpenZeppelin ``StandardMerkleTree`` (standard-v1) over leaves
 ``(uint256 index, address account, uint256 amount)``, index = position in ascending
 account order, with every holder's amount from `periods.amounts`. It is stored as the
-exact JSON body the API serves, and never rebuilt: a second
-attempt (another worker, a later pass) changes nothing. A period without claims is
-recorded as built, and not listed. Where the chain can operate its distributor (a local
+exact JSON body the API serves, and never rebuilt: a second attempt (another worker, a
+later pass) changes nothing. A period without claims is recorded as built, and not
+listed. Where the chain can operate its distributor (a local
 chain whose test contracts we own), each published root is then posted with the
 period's total in c0 (`Chain.post_yield_root`); a root found already posted is recorded.
 """
