@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -12,7 +13,9 @@ import pytest
 
 from treasury import Treasury, UpstreamError
 from treasury.backends.chain.devnet import DevnetChain
+from treasury.errors import IdempotencyInFlight
 from treasury.evm.abi import ALLOWANCE, BALANCE_OF
+from treasury.evm.signing import Signed, broadcast
 from treasury.http import create_app
 from treasury.testing.server import serve
 
@@ -182,3 +185,85 @@ def legs(t: Treasury, transfer_id: str) -> list[Any]:
 
     with t.storage.read() as tx:
         return store.legs(tx, transfer_id)
+
+
+class GatewayDevnet(DevnetChain):
+    """The real devnet behind a gateway that, `timeouts` times, passes a broadcast on to
+    the node and then answers 504 (a test double: a gateway cannot be made to do that on
+    demand)."""
+
+    timeouts = 0
+
+    def send_raw_transaction(self, raw: bytes) -> str:
+        tx_hash = super().send_raw_transaction(raw)
+        if self.timeouts:
+            self.timeouts -= 1
+            raise UpstreamError(f"chain {CHAIN} at http://gateway answered HTTP 504")
+        return tx_hash
+
+
+def test_a_gateway_error_after_the_broadcast_is_not_taken_for_a_refusal(new_storage_url):
+    """The approval reaches the node, the gateway answers 504: that may have happened, so
+    the claim stays in flight (409 to a retry), the job sends the same bytes again, and
+    the key then replays the one transfer. The wallet pays once."""
+    now = [datetime.now(UTC)]
+    chain = GatewayDevnet()
+    t = Treasury.open(
+        new_storage_url("g.db"), master_key=MASTER_KEY, chains={CHAIN: chain},
+        clock=lambda: now[0],
+    )  # fmt: skip
+    org = make_tenant(t).org
+    wallet = org.wallets.create(label="Ops").address
+    chain.faucet(wallet, "ETH", "1")
+    chain.faucet(wallet, "USDC", "100")
+    body = swap("deposit", wallet, wallet, "5")
+    chain.timeouts = 1
+    with pytest.raises(UpstreamError) as first:
+        org.transfers.create(body, idempotency_key="gw")
+    assert first.value.ambiguous and "504" in first.value.message
+    with pytest.raises(IdempotencyInFlight):
+        org.transfers.create(body, idempotency_key="gw")
+    now[0] += timedelta(seconds=31)  # the claim's lease passes: the job finishes it
+    assert t.run_once()["transfers_finished"] == 1
+    replay = org.transfers.create(body, idempotency_key="gw")
+    assert replay.replayed and replay.status in ("submitted", "completed")
+    with t.storage.read() as tx:
+        assert tx.one("SELECT COUNT(*) AS n FROM transfers")["n"] == 1
+    data = chain.call(chain.addresses["USDC"], BALANCE_OF.encode(wallet))
+    assert int(BALANCE_OF.decode(data)[0]) == 95_000_000  # one swap
+    t.close()
+
+
+class _Node:
+    """A chain that refuses a re-sent transaction with "nonce too low" and then cannot
+    look up its receipt (a test double: that moment cannot be produced on a real node)."""
+
+    def send_raw_transaction(self, raw: bytes) -> str:
+        raise UpstreamError("eth_sendRawTransaction failed: nonce too low (code -32000)")
+
+    def receipts(self, hashes: list[str]) -> list[Any]:
+        raise UpstreamError("chain 1 answered HTTP 503")  # as definite as a 503 looks
+
+
+def test_nonce_too_low_without_a_receipt_lookup_is_not_a_refusal():
+    signed = Signed(raw=b"\x02", hash="0x" + "ab" * 32, nonce=7)
+    with pytest.raises(UpstreamError) as raised:
+        broadcast(_Node(), [signed])  # type: ignore[arg-type]
+    assert raised.value.ambiguous  # the transfer stays in flight: it may be mined
+
+
+def test_no_status_moves_back_to_pending(env):
+    """`pending` is only ever a first status: a move there changes nothing (and builds
+    no empty ``IN ()``, which PostgreSQL refuses)."""
+    from treasury.transfers import store
+
+    created = (
+        env["t"]
+        .for_organization(env["tenant"].org.id)
+        .transfers.create(
+            swap("deposit", env["wallet"], env["wallet"], "1"), idempotency_key="back"
+        )
+    )
+    with env["t"].storage.transaction() as tx:
+        assert store.move(tx, created.id, "pending", "2030-01-01T00:00:00+00:00") is False
+        assert store.get(tx, created.id)["status"] == "submitted"

@@ -25,6 +25,14 @@ from ..errors import UpstreamError
 
 ATTEMPTS = 3
 _HELD = ("already known", "known transaction", "already imported")
+#: What a node says when it did not take a transaction (geth, anvil, reth, py-evm), or
+#: when nothing reached it: a definite refusal. Anything else may have been sent on.
+_REFUSED = (
+    "unreachable", "refused the request", "nonce too low", "insufficient funds",
+    "underpriced", "intrinsic gas", "fee cap", "max fee per gas", "max priority fee",
+    "exceeds block gas limit", "gas limit reached", "invalid sender", "invalid chain id",
+    "exceeds the configured cap",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -37,8 +45,10 @@ class Signed:
 def broadcast(chain: Chain, transactions: Sequence[Signed]) -> None:
     """Send stored signed transactions in order. Sending the same bytes again is
     harmless: a node that already holds one, or has mined it ("nonce too low" with a
-    receipt for that hash), counts it as sent. Any other refusal raises as the chain
-    gave it (`UpstreamError`, ambiguous when the request may have reached the node)."""
+    receipt for that hash), counts it as sent. A failure is definite (`UpstreamError`)
+    only when nothing reached the node or the node refused the transaction for a known
+    reason (`_REFUSED`); any other (a gateway's 5xx, a proxy's internal error, a lost
+    answer) may have been sent on, and is ambiguous: the same bytes are sent again."""
     for signed in transactions:
         try:
             chain.send_raw_transaction(signed.raw)
@@ -46,9 +56,19 @@ def broadcast(chain: Chain, transactions: Sequence[Signed]) -> None:
             message = error.message.lower()
             if any(text in message for text in _HELD):
                 continue
-            if "nonce too low" in message and chain.receipts([signed.hash])[0] is not None:
+            if "nonce too low" in message and _mined(chain, signed):
                 continue
+            if error.ambiguous or not any(text in message for text in _REFUSED):
+                raise UpstreamError(error.message, ambiguous=True) from error
             raise
+
+
+def _mined(chain: Chain, signed: Signed) -> bool:
+    """Whether `signed` is mined; not knowing (the look-up failed) is not a refusal."""
+    try:
+        return chain.receipts([signed.hash])[0] is not None
+    except UpstreamError as error:
+        raise UpstreamError(error.message, ambiguous=True) from error
 
 
 class Signer:

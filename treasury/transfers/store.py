@@ -108,6 +108,8 @@ def move(tx: Transaction, transfer_id: str, status: str, now: str, **fields: Any
     there (`NEXT`), with `fields` set alongside; False (nothing changed) otherwise."""
     _check(fields)
     sources = [before for before, after in NEXT.items() if status in after]
+    if not sources:  # nothing moves there (pending is only ever a first status)
+        return False
     assignments = "".join(f", {name} = ?" for name in fields)
     marks = ", ".join("?" * len(sources))
     return bool(

@@ -17,6 +17,7 @@ nonce and sending.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -184,7 +185,17 @@ class DevnetChain(Chain):
                 reason = revert_reason(getattr(e, "data", None) or e)
                 raise Reverted(f"Execution reverted: {reason}" if reason else None) from e
             except (ValidationError, EvmValidationError) as e:
-                raise UpstreamError(f"devnet refused the request: {e}") from e
+                raise UpstreamError(f"devnet refused the request: {_as_nodes_say(e)}") from e
+
+
+def _as_nodes_say(error: Exception) -> str:
+    """py-evm's refusal, with the words JSON-RPC nodes use where they differ (an old nonce
+    is "nonce too low", which `broadcast` checks against the receipt)."""
+    text = str(error)
+    found = re.search(r"Invalid transaction nonce: Expected (\d+), but got (\d+)", text)
+    if found and int(found.group(2)) < int(found.group(1)):
+        return f"nonce too low ({text})"
+    return text
 
 
 class _Backend(PyEVMBackend):  # type: ignore[misc]

@@ -189,7 +189,9 @@ class RpcChain(Chain):
         for request in requests:
             answer = by_id.get(request["id"])
             if answer is None:
-                raise UpstreamError(f"{self._where} left {request['method']} unanswered")
+                raise UpstreamError(
+                    f"{self._where} left {request['method']} unanswered", ambiguous=True
+                )
             if "error" in answer:
                 _raise(answer, request["method"])
             results.append(answer.get("result"))
@@ -204,12 +206,14 @@ class RpcChain(Chain):
             raise UpstreamError(
                 f"{self._where} did not answer: {type(e).__name__}", ambiguous=True
             ) from e
-        if response.status_code != httpx.codes.OK:
-            raise UpstreamError(f"{self._where} answered HTTP {response.status_code}")
+        if response.status_code != httpx.codes.OK:  # a gateway may have passed it on
+            raise UpstreamError(
+                f"{self._where} answered HTTP {response.status_code}", ambiguous=True
+            )
         try:
             return response.json()
         except ValueError as e:
-            raise UpstreamError(f"{self._where} answered invalid JSON") from e
+            raise UpstreamError(f"{self._where} answered invalid JSON", ambiguous=True) from e
 
 
 def _raise(answer: Any, method: str) -> NoReturn:
