@@ -13,7 +13,7 @@ deliveries, distinct ``webhook-id`` values and bad signatures.
   (``treasury.webhooks.outbox.emit``: the event row and its delivery, in one transaction,
   as the indexer writes them; not timed), then one ``t.run_once()`` is timed: its
   ``deliver_webhooks`` job claims the due deliveries under a lease in batches of
-  ``2 * POOL``, sends each batch through a pool of ``POOL`` threads over keep-alive
+  ``POOL``, sends each batch through a pool of ``POOL`` threads over keep-alive
   connections (``urllib3.PoolManager``; each attempt signed for its timestamp), and
   records each batch in one transaction. The other jobs of the pass find nothing to do (no chain is
   configured). Every delivery must end ``delivered``.
@@ -258,7 +258,7 @@ def stdlib_send(url: str, secret: str, bodies: list[tuple[str, bytes]], threads:
 @contextmanager
 def dispatcher_pool(size: int) -> Iterator[None]:
     """The dispatcher's `POOL` set to `size` for a while (an A/B extra; the module reads
-    it on every pass: its thread pool, its client's limits, its batch of 2 * POOL)."""
+    it on every pass: its thread pool, its client's limits, its batch of POOL)."""
     saved = dispatcher.POOL
     dispatcher.POOL = size
     try:

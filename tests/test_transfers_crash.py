@@ -10,9 +10,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from treasury import IdempotencyInFlight, Treasury
+from treasury._infra.idempotency import LEASE
 from treasury.anvil import fund
 from treasury.evm.abi import BALANCE_OF
 
@@ -70,7 +71,7 @@ def test_a_transfer_killed_before_its_broadcast_is_finished_once(anvil_config, n
         pass
     assert t.run_once()["transfers_finished"] == 0  # the dead request's lease still holds
 
-    now[0] += timedelta(seconds=90)  # past the lease the dead request took
+    now[0] += 2 * LEASE  # past the lease the dead request took
     summary = t.run_once()
     assert summary["transfers_finished"] == 1 and not summary.errors, summary
     t.run_once()  # the swap's receipt: completed

@@ -152,7 +152,7 @@ def test_a_timeout_after_the_provider_received_is_resolved_by_the_job(env):
     assert env.post(body, "stalled").status_code == 409
     created = [t for t in env.fake.transfers.values() if t["amount"] == "7"]
     assert len(created) == 1  # it did arrive
-    env.now[0] += timedelta(seconds=31)
+    env.now[0] += timedelta(seconds=91)
     summary = env.t.run_once()
     assert summary["transfers_finished"] == 1 and not summary.errors
     replay = env.post(body, "stalled")

@@ -223,7 +223,7 @@ def test_a_gateway_error_after_the_broadcast_is_not_taken_for_a_refusal(new_stor
     assert first.value.ambiguous and "504" in first.value.message
     with pytest.raises(IdempotencyInFlight):
         org.transfers.create(body, idempotency_key="gw")
-    now[0] += timedelta(seconds=31)  # the claim's lease passes: the job finishes it
+    now[0] += timedelta(seconds=91)  # the claim's lease passes: the job finishes it
     assert t.run_once()["transfers_finished"] == 1
     replay = org.transfers.create(body, idempotency_key="gw")
     assert replay.replayed and replay.status in ("submitted", "completed")

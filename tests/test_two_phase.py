@@ -175,7 +175,7 @@ def test_a_failure_after_the_provider_call_is_finished_by_the_job(env):
     assert env.post().status_code == 409  # still in flight: never guessed
     assert env.client.get("/v1/bank-accounts").json()["count"] == 0
     assert env.t.run_once()["bank_accounts_registered"] == 0  # the claim's lease holds
-    env.later(31)
+    env.later(91)
     summary = env.t.run_once()
     assert summary["bank_accounts_registered"] == 1 and not summary.errors
     assert len(env.provider.accounts) == 1 and env.orphans() == set()  # asked again, same id
@@ -200,7 +200,7 @@ def test_an_ambiguous_failure_keeps_the_claim_until_the_job_resolves_it(env):
     env.provider.failures.append(UpstreamError("provider timed out", ambiguous=True))
     assert env.post().status_code == 502
     assert env.post().status_code == 409
-    env.later(31)
+    env.later(91)
     assert env.t.run_once()["bank_accounts_registered"] == 1
     replay = env.post()
     assert replay.status_code == 201 and replay.headers["Idempotent-Replayed"] == "true"
@@ -210,7 +210,7 @@ def test_an_ambiguous_failure_keeps_the_claim_until_the_job_resolves_it(env):
 def test_without_a_key_a_crash_after_the_provider_call_is_finished_too(env):
     env.storage.trap = "SET state = 'registered'"
     assert env.post(key=None).status_code == 500
-    env.later(31)
+    env.later(91)
     assert env.t.run_once()["bank_accounts_registered"] == 1
     assert env.client.get("/v1/bank-accounts").json()["count"] == 1
     assert env.orphans() == set()
@@ -219,7 +219,7 @@ def test_without_a_key_a_crash_after_the_provider_call_is_finished_too(env):
 def test_the_job_takes_a_claim_once_however_many_workers_run(env):
     env.storage.trap = "SET state = 'registered'"
     env.post()
-    env.later(31)
+    env.later(91)
     summaries: list[Any] = []
     workers = [
         threading.Thread(target=lambda: summaries.append(env.t.run_once())) for _ in range(4)

@@ -48,7 +48,9 @@ from .runtime import Runtime, Scope
 
 KEY_TTL = timedelta(hours=24)
 #: How long a claim's holder has before a job may take its write-ahead work over.
-LEASE = timedelta(seconds=30)
+#: How long a claim is its request's alone before a job may finish it: more than twice
+#: the longest upstream call (30 s, 5 s to connect), so a slow request is not taken over.
+LEASE = timedelta(seconds=90)
 NOT_STORED = frozenset({400, 401, 429})  # and every status >= 500
 MAX_KEY_LENGTH = 256
 

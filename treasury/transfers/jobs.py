@@ -22,20 +22,21 @@ PER_CALL = 100  # provider transfers asked for in one call
 def finish_transfers(runtime: Runtime, report: Report) -> None:
     """Job: finish the transfers whose request died after its claim (the lease passed):
     the same provider call, the same signed bytes, never a new signature."""
-    now = runtime.now()
-    with runtime.storage.transaction() as tx:
-        taken = take_expired_leases(
-            tx, "transfers", "id", "stage = 'claimed'", to_text(now),
-            to_text(now + idempotency.LEASE), PER_PASS,
-        )  # fmt: skip
-        pairings = {r["id"]: store.get(tx, r["id"]) for r in taken}
-    for row in taken:
-        transfer = pairings[row["id"]]
+    for _ in range(PER_PASS):  # one at a time: each taken with a full lease of its own
+        now = runtime.now()
+        with runtime.storage.transaction() as tx:
+            taken = take_expired_leases(
+                tx, "transfers", "id", "stage = 'claimed'", to_text(now),
+                to_text(now + idempotency.LEASE), 1,
+            )  # fmt: skip
+            transfer = store.get(tx, taken[0]["id"]) if taken else None
+        if not taken:
+            return
         if transfer is None:
             continue
-        with report.part(f"transfer {row['id']}"):
+        with report.part(f"transfer {transfer['id']}"):
             steps = STEPS[transfer["pairing"]](runtime)
-            idempotency.finish(runtime, row["org_id"], row["id"], steps)
+            idempotency.finish(runtime, transfer["org_id"], transfer["id"], steps)
             report.add(transfers_finished=1)
 
 

@@ -33,7 +33,7 @@ from .signing import signed_headers
 
 POOL = 32  # deliveries sent at once
 TIMEOUT = urllib3.Timeout(15.0)
-LEASE = timedelta(seconds=30)
+LEASE = timedelta(seconds=30)  # twice the timeout of the one round a batch takes
 _PURPOSE = "webhook-secret"
 _USER_AGENT = "treasury-webhooks/1"
 
@@ -45,8 +45,8 @@ def deliver_webhooks(runtime: Runtime, report: Report) -> None:
         while True:
             now = runtime.now()
             with runtime.storage.transaction() as tx:
-                batch = deliveries.claim_due(
-                    tx, to_text(started), to_text(now), to_text(now + LEASE), POOL * 2
+                batch = deliveries.claim_due(  # one round of the pool: done within a timeout
+                    tx, to_text(started), to_text(now), to_text(now + LEASE), POOL
                 )
             if not batch:
                 return
