@@ -13,7 +13,7 @@ import pytest
 
 from treasury import Treasury, UpstreamError
 from treasury.backends.chain.devnet import DevnetChain
-from treasury.errors import IdempotencyInFlight
+from treasury.errors import IdempotencyInFlight, NotFound
 from treasury.evm.abi import ALLOWANCE, BALANCE_OF
 from treasury.evm.signing import Signed, broadcast
 from treasury.http import create_app
@@ -267,3 +267,46 @@ def test_no_status_moves_back_to_pending(env):
     with env["t"].storage.transaction() as tx:
         assert store.move(tx, created.id, "pending", "2030-01-01T00:00:00+00:00") is False
         assert store.get(tx, created.id)["status"] == "submitted"
+
+
+class PickyDevnet(DevnetChain):
+    """The real devnet, whose node refuses the broadcasts numbered in `refuse` (counted
+    from 1) with "insufficient funds" (a test double: a refusal cannot be had on demand)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refuse: set[int] = set()
+        self.sent = 0
+
+    def send_raw_transaction(self, raw: bytes) -> str:
+        self.sent += 1
+        if self.sent in self.refuse:
+            raise UpstreamError("eth_sendRawTransaction failed: insufficient funds for gas")
+        return super().send_raw_transaction(raw)
+
+
+def test_a_refused_leg_after_others_fails_the_transfer_and_tracks_only_what_went_out(
+    new_storage_url,
+):
+    """The node takes the approval and refuses the swap for a reason it names: the
+    transfer is `failed`, and only the approval, the leg that went out,
+    is tracked."""
+    chain = PickyDevnet()
+    t = Treasury.open(new_storage_url("p.db"), master_key=MASTER_KEY, chains={CHAIN: chain})
+    org = make_tenant(t).org
+    wallet = org.wallets.create(label="Ops").address
+    chain.faucet(wallet, "ETH", "1")
+    chain.faucet(wallet, "USDC", "100")
+    chain.refuse = {chain.sent + 2}  # the second broadcast: the swap
+    failed = org.transfers.create(swap("deposit", wallet, wallet, "10"))
+    assert failed.status == "failed"
+    with t.storage.read() as tx:
+        rows = tx.query(
+            "SELECT kind, hash FROM transfer_legs WHERE transfer_id = ? ORDER BY position",
+            (failed.id,),
+        )
+    assert [r["kind"] for r in rows] == ["approval", "deposit"]
+    assert org.transactions.get(CHAIN, rows[0]["hash"]).hash == rows[0]["hash"]
+    with pytest.raises(NotFound):
+        org.transactions.get(CHAIN, rows[1]["hash"])  # never sent: not tracked
+    t.close()

@@ -124,6 +124,15 @@ def check_gas(chain: Chain, eth: int, gas: int) -> dict[str, int]:
     return fees
 
 
+@dataclass(frozen=True)
+class Refused:
+    """A leg the node refused after earlier legs went out: the transfer fails, and only
+    the legs before `position` are tracked."""
+
+    position: int
+    message: str
+
+
 def steps(runtime: Runtime) -> Upstream[Transfer]:
     """Perform (broadcast the stored legs), record (submitted, legs tracked), abandon."""
 
@@ -141,7 +150,7 @@ def steps(runtime: Runtime) -> Upstream[Transfer]:
                 except UpstreamError as error:
                     if error.ambiguous or position == 0:
                         raise  # nothing moved (abandon), or the job will find out
-                    return error.message  # an approval went out, the swap was refused
+                    return Refused(position, error.message)  # earlier legs went out
         return None
 
     def record(tx: Transaction, transfer_id: str, failure: object) -> Transfer:
@@ -152,14 +161,17 @@ def steps(runtime: Runtime) -> Upstream[Transfer]:
             now = runtime.now_text()
             legs = store.legs(tx, transfer_id)
             store.mark_sent(tx, transfer_id)
-            track_legs(tx, row, legs if failure is None else legs[:-1], now)
-            if failure is None:
+            refused = failure if isinstance(failure, Refused) else None
+            track_legs(tx, row, legs if refused is None else legs[: refused.position], now)
+            if refused is None:
                 swap_hash = legs[-1].signed.hash
                 store.move(
                     tx, transfer_id, "submitted", now, stage="recorded", transaction_hash=swap_hash
                 )
             else:
-                store.move(tx, transfer_id, "failed", now, stage="recorded", failure=str(failure))
+                store.move(
+                    tx, transfer_id, "failed", now, stage="recorded", failure=refused.message
+                )
             row = store.get(tx, transfer_id)
             assert row is not None
         return store.shown(row)
