@@ -197,3 +197,9 @@ class FairLock:
                 self._waiting.popleft().release()
             else:
                 self._held = False
+
+    def __enter__(self) -> None:
+        self.acquire()
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
