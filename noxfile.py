@@ -78,6 +78,15 @@ def typecheck(session: nox.Session) -> None:
 
 
 @nox.session
+def openapi(session: nox.Session) -> None:
+    """Rewrite docs/openapi.json from the table of operations (a test keeps it current)."""
+    session.install("-e", ".[http]")
+    session.run(
+        "python", "-c", "from treasury.http._openapi import write; write('docs/openapi.json')"
+    )
+
+
+@nox.session
 def contracts(session: nox.Session) -> None:
     """Rebuild treasury/contracts/artifacts.json from the Solidity sources."""
     session.run("npm", "ci", "--no-audit", "--no-fund", external=True)

@@ -120,7 +120,8 @@ def test_the_blueprint_serves_exactly_the_table(treasury):
         if rule.endpoint.startswith("treasury.") and rule.endpoint != "treasury.not_found"
         for method in rule.methods - {"HEAD", "OPTIONS"}
     }
-    assert served == {(op.method, "/v1" + flask_rule(op)) for op in OPERATIONS}
+    table = {(op.method, "/v1" + flask_rule(op)) for op in OPERATIONS}
+    assert served == table | {("GET", "/v1/openapi.json")}  # and its OpenAPI document
 
 
 def test_names_are_the_python_methods_they_run(treasury, tenant):

@@ -1,4 +1,5 @@
-"""The Flask blueprint, generated from the table of operations (`treasury.operations`).
+"""The Flask blueprint, generated from the table of operations (`treasury.operations`),
+and its OpenAPI document at ``openapi.json`` under the prefix.
 
 Each operation becomes one route: authenticate (unless public), read the JSON body,
 `invoke` the core, answer with the operation's status. Every way out of a view is a
@@ -9,6 +10,7 @@ operation serves (404, or 405 with ``Allow``), also when mounted in a host app.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +25,7 @@ from ..errors import MethodNotAllowed, NotFound
 from ..operations import IDEMPOTENCY_HEADER, OPERATIONS, Operation, invoke, is_integer
 from ._body import json_body
 from ._errors import error_response
+from ._openapi import openapi_document
 
 _CATCH_ALL = "not_found"
 _ANYTHING = "treasury_anything"
@@ -44,6 +47,10 @@ def create_blueprint(
             methods=[operation.method],
             merge_slashes=False,  # never a redirect: /v1//wallets is a 404
         )
+    document = json.dumps(openapi_document(url_prefix), indent=2)
+    blueprint.add_url_rule(
+        "/openapi.json", "openapi", lambda: Response(document, mimetype="application/json")
+    )  # public, not rate-limited, and not an operation of the table
     not_found = _guarded(_not_found(name))
     for rule in ("/", f"/<{_ANYTHING}:rest>"):
         blueprint.add_url_rule(

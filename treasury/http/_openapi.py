@@ -1,0 +1,160 @@
+"""The OpenAPI 3.1 document of the /v1 API, read from the table of operations.
+
+Each `Operation` gives a path and method, its parameters (path, query, the
+Idempotency-Key header), its request body and success response from the pydantic
+models (JSON Schema 2020-12, which OpenAPI 3.1 uses as it is), and the error responses it
+can give, each with the error body. The API key is the one security scheme; public
+operations need none. ``nox -s openapi`` writes it to docs/openapi.json.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
+
+from ..operations import IDEMPOTENCY_HEADER, OPERATIONS, Operation
+
+__all__ = ["openapi_document", "write"]
+
+_REF = "#/components/schemas/{model}"
+_ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {"type": "string", "description": "What went wrong"},
+        "details": {
+            "type": "object",
+            "description": "More, when there is more: `fields` for a 400, `code` for a 409",
+        },
+    },
+}
+_WHY = {
+    400: "Invalid input: `details.fields` lists every failing field",
+    401: "API key required, unknown or expired",
+    404: "Not found",
+    409: "Conflict, or the same Idempotency-Key still in flight (`details.code`)",
+    413: "Request body too large",
+    415: "Request body is not JSON",
+    422: "Idempotency-Key reused with another request",
+    429: "Rate limited (`Retry-After`)",
+    500: "Internal error (`details.requestId`)",
+    502: "An upstream service (chain, fiat provider, custody) failed",
+}
+
+
+def openapi_document(prefix: str = "/v1") -> dict[str, Any]:
+    """The whole document, with every path under `prefix`."""
+    schemas: dict[str, Any] = {"Error": _ERROR}
+    paths: dict[str, dict[str, Any]] = {}
+    for operation in OPERATIONS:
+        item = paths.setdefault(prefix + operation.path, {})
+        item[operation.method.lower()] = _operation(operation, schemas)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "treasury",
+            "version": "1",
+            "description": "Wallets, bank accounts, recipients, transfers, transactions, "
+            "balances, yield and webhooks of one organization, by its API key.",
+        },
+        "servers": [{"url": "/"}],
+        "security": [{"ApiKey": []}],
+        "paths": paths,
+        "components": {
+            "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"}},
+            "schemas": dict(sorted(schemas.items())),
+        },
+    }
+
+
+def _operation(operation: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
+    parameters = [
+        {"name": name, "in": "path", "required": True, "schema": _schema(kind, schemas)}
+        for name, kind in operation.path_params.items()
+    ]
+    if operation.query is not None:
+        parameters += _query(operation.query, schemas)
+    if operation.idempotency is not None:
+        parameters.append(
+            {
+                "name": IDEMPOTENCY_HEADER,
+                "in": "header",
+                "required": operation.idempotency == "required",
+                "description": "Replays the first outcome for 24 hours",
+                "schema": {"type": "string", "minLength": 1, "maxLength": 256},
+            }
+        )
+    answer: dict[str, Any] = {
+        "operationId": operation.name,
+        "summary": operation.summary,
+        "tags": [operation.name.partition(".")[0]],
+        "parameters": parameters,
+        "responses": {
+            str(operation.status): {
+                "description": "Success",
+                "content": {"application/json": {"schema": _schema(operation.response, schemas)}},
+            },
+            **{str(status): _error(status) for status in _errors(operation)},
+        },
+    }
+    if operation.body is not None:
+        body = _schema(operation.body, schemas, mode="validation")
+        answer["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": body}},
+        }
+    if operation.public:
+        answer["security"] = []
+    return answer
+
+
+def _errors(operation: Operation) -> list[int]:
+    """The error statuses an operation can answer."""
+    statuses = [400, 404, 429, 500, 502]
+    if not operation.public:
+        statuses.append(401)
+    if operation.body is not None:
+        statuses += [413, 415]
+    if operation.idempotency is not None or operation.method in ("POST", "PATCH"):
+        statuses.append(409)
+    if operation.idempotency is not None:
+        statuses.append(422)
+    return sorted(statuses)
+
+
+def _error(status: int) -> dict[str, Any]:
+    return {
+        "description": _WHY[status],
+        "content": {"application/json": {"schema": {"$ref": _REF.format(model="Error")}}},
+    }
+
+
+def _schema(kind: Any, schemas: dict[str, Any], mode: str = "serialization") -> dict[str, Any]:
+    """The JSON Schema of a type, its models moved into the shared `schemas`."""
+    schema = TypeAdapter(kind).json_schema(mode=mode, ref_template=_REF)  # type: ignore[arg-type]
+    schemas.update(schema.pop("$defs", {}))
+    if isinstance(kind, type) and issubclass(kind, BaseModel) and "properties" in schema:
+        name = re.sub(r"[^a-zA-Z0-9.\-_]", "_", kind.__name__)  # as pydantic names $defs
+        schemas[name] = schema  # a model is named, and referred to
+        return {"$ref": _REF.format(model=name)}
+    return schema
+
+
+def _query(model: type[BaseModel], schemas: dict[str, Any]) -> list[dict[str, Any]]:
+    """One query parameter per field of the query model, by its alias."""
+    schema = model.model_json_schema(by_alias=True, mode="validation", ref_template=_REF)
+    schemas.update(schema.pop("$defs", {}))
+    required = set(schema.get("required", ()))
+    return [
+        {"name": name, "in": "query", "required": name in required, "schema": field}
+        for name, field in schema["properties"].items()
+    ]
+
+
+def write(path: str) -> None:
+    """Write the document (under /v1) to `path`, as ``nox -s openapi`` does."""
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(json.dumps(openapi_document(), indent=2) + "\n")
