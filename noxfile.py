@@ -1,12 +1,13 @@
 """Developer sessions: `nox -s tests` (the test command CI runs: the suite on SQLite, then on
-PostgreSQL), `tests-sqlite`, `tests-postgres`, lint, typecheck, core, contracts."""
+PostgreSQL), `tests-sqlite`, `tests-postgres`, lint, typecheck, core, schemathesis,
+openapi, contracts."""
 
 from __future__ import annotations
 
 import nox
 from nox.command import CommandFailed
 
-nox.options.sessions = ["tests", "lint", "typecheck", "core"]
+nox.options.sessions = ["tests", "lint", "typecheck", "core", "schemathesis"]
 nox.options.reuse_existing_virtualenvs = True
 
 STORAGES = ("sqlite", "postgresql")
@@ -75,6 +76,13 @@ def typecheck(session: nox.Session) -> None:
     """mypy over the library, with every extra installed so each backend is checked."""
     session.install("-e", ".[dev,postgres]", "mypy")
     session.run("mypy")
+
+
+@nox.session
+def schemathesis(session: nox.Session) -> None:
+    """schemathesis against a live server (server errors, response-schema conformance)."""
+    session.install("-e", ".[http]", "schemathesis>=4")
+    session.run("python", "scripts/schemathesis_run.py", *session.posargs)
 
 
 @nox.session
