@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from . import admin, run, yields
+from . import admin, demo, run, yields
 from ._shared import DEFAULT_CONFIG, State, setup_logging
 
 __all__ = ["main"]
@@ -36,6 +36,6 @@ def main(ctx: click.Context, config: Path | None, storage: str | None) -> None:
 
 for _command in (
     admin.init, admin.orgs, admin.keys, run.serve, run.worker, run.devnet, run.faucet,
-    yields.yield_,
+    yields.yield_, demo.demo,
 ):  # fmt: skip
     main.add_command(_command)
