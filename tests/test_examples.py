@@ -1,11 +1,17 @@
-"""The examples run: the webhook receiver verifies real deliveries and handles each once."""
+"""The examples run: the webhook receiver verifies real deliveries and handles each once;
+the host app serves its routes and treasury's; the client script and the walkthrough
+notebook (a percent-format script) run to the end."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from treasury import Treasury
 from treasury.testing.server import serve
@@ -66,3 +72,32 @@ def test_the_webhook_receiver_verifies_and_handles_each_event_once(new_storage_u
         t.run_once()
         assert org.webhooks.deliveries(hook.id).data[0].last_status_code == 400
     t.close()
+
+
+def test_the_host_app_serves_its_routes_and_treasurys(treasury, tenant):
+    host = load("host_app").create_host_app(treasury)
+    with serve(host) as url:
+        assert httpx.get(f"{url}/health").json() == {"ok": True}
+        keyed = {"x-api-key": tenant.secret}
+        assert httpx.get(f"{url}/treasury/v1/wallets", headers=keyed).json()["count"] == 0
+        missing = httpx.get(f"{url}/treasury/v1/nowhere", headers=keyed)
+        assert missing.status_code == 404 and "error" in missing.json()  # treasury's JSON
+
+
+def test_the_client_script_runs_against_a_live_server(treasury, tenant, base_url):
+    env = {**os.environ, "TREASURY_URL": base_url, "TREASURY_API_KEY": tenant.secret}
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "client_script.py")], env=env, capture_output=True,
+        text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Renamed by the client" in done.stdout and "as expected: Wallet not found" in done.stdout
+
+
+def test_the_walkthrough_notebook_runs_as_a_script(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "walkthrough.py")], cwd=tmp_path, capture_output=True,
+        text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "completed" in done.stdout and "apy" in done.stdout
