@@ -1,13 +1,13 @@
 """Developer sessions: `nox -s tests` (the test command CI runs: the suite on SQLite, then on
 PostgreSQL), `tests-sqlite`, `tests-postgres`, lint, typecheck, core, schemathesis,
-openapi, contracts."""
+docs, openapi, contracts."""
 
 from __future__ import annotations
 
 import nox
 from nox.command import CommandFailed
 
-nox.options.sessions = ["tests", "lint", "typecheck", "core", "schemathesis"]
+nox.options.sessions = ["tests", "lint", "typecheck", "core", "schemathesis", "docs"]
 nox.options.reuse_existing_virtualenvs = True
 
 STORAGES = ("sqlite", "postgresql")
@@ -83,6 +83,17 @@ def schemathesis(session: nox.Session) -> None:
     """schemathesis against a live server (server errors, response-schema conformance)."""
     session.install("-e", ".[http]", "schemathesis>=4")
     session.run("python", "scripts/schemathesis_run.py", *session.posargs)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site (mkdocs-material, the API reference from docs/openapi.json),
+    built strictly: any warning fails."""
+    session.install("-e", ".[docs]")
+    session.run(
+        "mkdocs", "build", "--strict", "--site-dir", f"{session.create_tmp()}/site",
+        env={"NO_MKDOCS_2_WARNING": "1"},
+    )  # fmt: skip
 
 
 @nox.session
