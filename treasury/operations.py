@@ -61,6 +61,7 @@ from .yields.models import (
 )
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+PREFIX = "/v1"  # where the API is served by default, and where clients look for it
 
 
 @dataclass(frozen=True)

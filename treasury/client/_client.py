@@ -24,7 +24,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter
 
 from ..errors import IdempotencyInFlight, RateLimited, TreasuryError
-from ..operations import IDEMPOTENCY_HEADER, OPERATIONS, Operation
+from ..operations import IDEMPOTENCY_HEADER, OPERATIONS, PREFIX, Operation
 
 __all__ = ["TreasuryClient"]
 
@@ -39,7 +39,7 @@ class TreasuryClient:
         base_url: str,
         *,
         api_key: str | None = None,
-        prefix: str = "/v1",
+        prefix: str = PREFIX,
         http_client: httpx.Client | None = None,
         timeout: float = 30.0,
         max_retries: int = 3,

@@ -22,7 +22,7 @@ from werkzeug.routing import BaseConverter
 
 from .._treasury import Treasury
 from ..errors import MethodNotAllowed, NotFound
-from ..operations import IDEMPOTENCY_HEADER, OPERATIONS, Operation, invoke, is_integer
+from ..operations import IDEMPOTENCY_HEADER, OPERATIONS, PREFIX, Operation, invoke, is_integer
 from ._body import json_body
 from ._errors import error_response
 from ._openapi import openapi_document
@@ -34,7 +34,7 @@ _PARAM = re.compile(r"\{(\w+)\}")
 
 
 def create_blueprint(
-    treasury: Treasury, *, url_prefix: str = "/v1", name: str = "treasury"
+    treasury: Treasury, *, url_prefix: str = PREFIX, name: str = "treasury"
 ) -> Blueprint:
     """Mount the /v1 API of `treasury` in any Flask app."""
     blueprint = Blueprint(name, __name__, url_prefix=url_prefix)

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
-from ..operations import IDEMPOTENCY_HEADER, OPERATIONS, Operation
+from ..operations import IDEMPOTENCY_HEADER, OPERATIONS, PREFIX, Operation
 
 __all__ = ["openapi_document", "write"]
 
@@ -45,7 +45,7 @@ _WHY = {
 }
 
 
-def openapi_document(prefix: str = "/v1") -> dict[str, Any]:
+def openapi_document(prefix: str = PREFIX) -> dict[str, Any]:
     """The whole document, with every path under `prefix`."""
     schemas: dict[str, Any] = {"Error": _ERROR}
     paths: dict[str, dict[str, Any]] = {}
