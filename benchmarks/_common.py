@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
+
 WAITRESS_THREADS = 4
 
 # The floors write rows of the shape of treasury's `recipients` table after its migrations
@@ -194,3 +196,42 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def verdict(ratio: float, goal: float) -> str:
     return "PASS" if ratio >= goal else "BELOW GOAL"
+
+
+RPC_TIMEOUT = httpx.Timeout(30.0, connect=5.0)  # as RpcChain's own client
+
+
+class Rpc:
+    """Plain JSON-RPC over one keep-alive `httpx.Client`: single requests and batches."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.client = httpx.Client(timeout=RPC_TIMEOUT)
+        self._id = 0
+
+    def __call__(self, method: str, *params: Any) -> Any:
+        self._id += 1
+        body = {"jsonrpc": "2.0", "id": self._id, "method": method, "params": list(params)}
+        answer = self.client.post(self.url, json=body).json()
+        if "error" in answer:
+            raise RuntimeError(f"{method}: {answer['error']}")
+        return answer["result"]
+
+    def batch(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
+        start = self._id + 1
+        self._id += len(calls)
+        body = [
+            {"jsonrpc": "2.0", "id": start + i, "method": m, "params": p}
+            for i, (m, p) in enumerate(calls)
+        ]
+        answers = {a["id"]: a for a in self.client.post(self.url, json=body).json()}
+        results = []
+        for i, (method, _) in enumerate(calls):
+            answer = answers[start + i]
+            if "error" in answer:
+                raise RuntimeError(f"{method}: {answer['error']}")
+            results.append(answer["result"])
+        return results
+
+    def close(self) -> None:
+        self.client.close()

@@ -51,7 +51,7 @@ from typing import Any
 import coincurve
 import httpx
 import rlp
-from _common import machine, median, random_address, table, verdict
+from _common import Rpc, machine, median, random_address, table, verdict
 from eth_abi.abi import decode, encode
 from eth_abi.grammar import parse
 from eth_utils.crypto import keccak
@@ -100,42 +100,6 @@ def creation_code(contract: str) -> bytes:
     """Creation bytecode from the library's compiled artifacts."""
     text = files("treasury.contracts").joinpath("artifacts.json").read_text(encoding="utf-8")
     return bytes.fromhex(json.loads(text)["contracts"][contract]["bytecode"].removeprefix("0x"))
-
-
-class Rpc:
-    """Plain JSON-RPC over one keep-alive `httpx.Client`: single requests and batches."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.client = httpx.Client(timeout=TIMEOUT)
-        self._id = 0
-
-    def __call__(self, method: str, *params: Any) -> Any:
-        self._id += 1
-        body = {"jsonrpc": "2.0", "id": self._id, "method": method, "params": list(params)}
-        answer = self.client.post(self.url, json=body).json()
-        if "error" in answer:
-            raise RuntimeError(f"{method}: {answer['error']}")
-        return answer["result"]
-
-    def batch(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
-        start = self._id + 1
-        self._id += len(calls)
-        body = [
-            {"jsonrpc": "2.0", "id": start + i, "method": m, "params": p}
-            for i, (m, p) in enumerate(calls)
-        ]
-        answers = {a["id"]: a for a in self.client.post(self.url, json=body).json()}
-        results = []
-        for i, (method, _) in enumerate(calls):
-            answer = answers[start + i]
-            if "error" in answer:
-                raise RuntimeError(f"{method}: {answer['error']}")
-            results.append(answer["result"])
-        return results
-
-    def close(self) -> None:
-        self.client.close()
 
 
 class Signer:

@@ -53,7 +53,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _common import durable_connection, machine, median, table, verdict, waitress_server
+from _common import (
+    Rpc,
+    durable_connection,
+    machine,
+    median,
+    table,
+    verdict,
+    waitress_server,
+)
 
 from treasury import OrganizationHandle, Treasury
 from treasury.anvil import AnvilNode, deploy_contracts, fund, start_anvil
@@ -332,38 +340,6 @@ def calldata(signature: str, *args: Any) -> bytes:
 
     types = [t.to_type_str() for t in parse(signature[signature.index("(") :]).components]
     return keccak(text=signature)[:4] + encode(types, list(args))
-
-
-class Rpc:
-    """Plain JSON-RPC over one keep-alive `httpx.Client`: single requests and batches."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.client = httpx.Client(timeout=TIMEOUT)
-        self._id = 0
-
-    def batch(self, calls: list[tuple[str, list[Any]]]) -> list[Any]:
-        start = self._id + 1
-        self._id += len(calls)
-        body = [
-            {"jsonrpc": "2.0", "id": start + i, "method": m, "params": p}
-            for i, (m, p) in enumerate(calls)
-        ]
-        answers = {a["id"]: a for a in self.client.post(self.url, json=body).json()}
-        results = []
-        for i, (method, _) in enumerate(calls):
-            answer = answers[start + i]
-            if "error" in answer:
-                raise RuntimeError(f"{method}: {answer['error']}")
-            results.append(answer["result"])
-        return results
-
-    def __call__(self, method: str, *params: Any) -> Any:
-        (result,) = self.batch([(method, list(params))])
-        return result
-
-    def close(self) -> None:
-        self.client.close()
 
 
 class TimedTransport(httpx.BaseTransport):
