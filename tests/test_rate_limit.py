@@ -5,23 +5,58 @@ valid key."""
 from __future__ import annotations
 
 import secrets
+import time
 
 import httpx
 import pytest
 
 from treasury import Treasury
+from treasury._infra.ratelimit import RateLimiter
+from treasury.errors import RateLimited
 from treasury.http import create_app
 from treasury.testing.server import serve
 
-from .conftest import MASTER_KEY, make_tenant
+from .conftest import MASTER_KEY, make_tenant, require_redis
+
+REDIS_DB = 12  # a database of its own, emptied before and after each test
+
+
+@pytest.fixture(params=["memory", "redis"])
+def counters(request):
+    """Where the counters live: this process, or Redis (shared by every process)."""
+    if request.param == "memory":
+        yield "memory://"
+        return
+    url = require_redis().rsplit("/", 1)[0] + f"/{REDIS_DB}"
+    redis = pytest.importorskip("redis").Redis.from_url(url)
+    redis.flushdb()
+    yield url
+    redis.flushdb()
 
 
 @pytest.fixture
-def server(new_storage_url):
-    t = Treasury.open(new_storage_url("rl.db"), master_key=MASTER_KEY, chains={})
+def server(new_storage_url, counters):
+    t = Treasury.open(
+        new_storage_url("rl.db"), master_key=MASTER_KEY, chains={}, rate_limit_storage=counters
+    )
     with serve(create_app(t)) as url:
         yield t, url
     t.close()
+
+
+def test_the_window_moves(counters):
+    """A moving window: a hit leaves the count once its span has passed, and a caller
+    over the limit is told when the oldest hit will leave."""
+    limiter = RateLimiter("3/1 second", counters, anonymous_limit="2/1 second")
+    assert [limiter.hit_key("k").remaining for _ in range(3)] == [2, 1, 0]
+    with pytest.raises(RateLimited) as over:
+        limiter.hit_key("k")
+    assert over.value.headers["Retry-After"] == "1"
+    assert over.value.headers["X-RateLimit-Remaining"] == "0"
+    assert limiter.hit_key("other").remaining == 2  # callers are counted apart
+    assert limiter.hit_address("k").remaining == 1  # and keys apart from addresses
+    time.sleep(1.05)
+    assert limiter.hit_key("k").remaining == 2
 
 
 def test_the_101st_request_in_a_minute_is_429_with_headers_on_every_answer(server):

@@ -112,9 +112,9 @@ class Admin:
         or the 401 for it: API key required / Unauthorized / API key expired."""
         if not secret:
             raise AuthenticationError("API key required")
-        key_id = _key_id(secret)
-        with self._runtime.storage.read() as tx:
-            row = tx.one(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE id = ?", (key_id,))
+        row = self._runtime.storage.read_one(
+            f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE id = ?", (_key_id(secret),)
+        )
         if row is None or not same_secret(secret, row["secret_hash"]) or row["revoked_at"]:
             raise AuthenticationError("Unauthorized")
         if row["expires_at"] is not None and row["expires_at"] <= self._runtime.now_text():

@@ -136,6 +136,21 @@ class StorageBasics(StorageBase):
             self.insert(tx, table, "a")
         assert in_thread(lambda: self.keys(storage, table)) == ["a"]
 
+    def test_read_one(self, storage: Storage, table: str) -> None:
+        """One statement's first row: committed rows, None for no row, and inside a
+        transaction the transaction's own writes; a failing statement leaves the thread
+        clean."""
+        assert storage.read_one(f"SELECT k FROM {table} WHERE k = ?", ("a",)) is None
+        with storage.transaction() as tx:
+            self.insert(tx, table, "a")
+            assert storage.read_one(f"SELECT k FROM {table} WHERE k = ?", ("a",)) == {"k": "a"}
+        assert in_thread(lambda: storage.read_one(f"SELECT COUNT(*) AS n FROM {table}")) == {"n": 1}
+        with pytest.raises(Exception):  # noqa: B017 (each driver raises its own)
+            storage.read_one("SELECT no_such_column FROM " + table)
+        with storage.transaction() as tx:
+            self.insert(tx, table, "b")
+        assert self.keys(storage, table) == ["a", "b"]
+
     # -- savepoints -------------------------------------------------------------------
 
     def test_nested_failure_rolls_back_only_the_inner_block(

@@ -33,17 +33,20 @@ class _Tx(Transaction):
     skip_locked = " FOR UPDATE SKIP LOCKED"
 
     def __init__(self, conn: psycopg.Connection[Row]) -> None:
-        self._conn = conn
+        self._cursor = conn.cursor()  # one per transaction: its statements run one by one
 
     def _execute(self, sql: str, params: Params) -> int:
-        with self._translated(), self._conn.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.rowcount
+        with self._translated():
+            return self._cursor.execute(sql, params).rowcount
 
     def _query(self, sql: str, params: Params) -> list[Row]:
-        with self._translated(), self._conn.cursor() as cursor:
-            cursor.execute(sql, params)
+        with self._translated():
+            cursor = self._cursor.execute(sql, params)
             return cursor.fetchall() if cursor.description else []
+
+    def command(self, sql: str) -> None:
+        """A statement without parameters (BEGIN, COMMIT, ROLLBACK) on this cursor."""
+        self._cursor.execute(sql)
 
     def lock(self, name: str) -> None:
         self._execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (name,))
@@ -91,17 +94,23 @@ class PostgresStorage(ThreadTransactions):
     def _outermost(self, begin: str) -> Iterator[Transaction]:
         with self._pool.connection() as conn:
             tx = _Tx(conn)  # type: ignore[arg-type]  # rows are dicts (dict_row)
-            conn.execute(begin)
+            tx.command(begin)
             self._local.tx, self._local.depth = tx, 1
             try:
                 yield tx
             except BaseException:
-                conn.execute("ROLLBACK")
+                tx.command("ROLLBACK")
                 raise
             else:
-                conn.execute("COMMIT")
+                tx.command("COMMIT")
             finally:
                 self._local.tx, self._local.depth = None, 0
+
+    def read_one(self, sql: str, params: Params = ()) -> Row | None:
+        if getattr(self._local, "depth", 0):
+            return self._local.tx.one(sql, params)  # type: ignore[no-any-return]
+        with self._pool.connection() as conn:  # autocommit: the statement is its snapshot
+            return _Tx(conn).one(sql, params)  # type: ignore[arg-type]
 
     def close(self) -> None:
         self._pool.close()
