@@ -21,12 +21,12 @@ import httpx
 
 WAITRESS_THREADS = 4
 
-# The floors write rows of the shape of treasury's `recipients` table after its migrations
-# 1 and 3 (treasury/_infra/schema.py, spelled as SQLiteStorage spells it): a rowid
-# primary key without AUTOINCREMENT, a foreign key to `organizations` (enforced: the
-# storage turns foreign_keys on), UNIQUE (org_id, address), and a `number` column with
-# a unique index on (org_id, number). No `org_counters` table: a floor takes its numbers
-# from an in-process counter (`FloorNumbers`), so it writes one statement per commit.
+# The floors write rows of the shape of treasury's `recipients` table after its migration
+# 8 (treasury/_infra/schema.py, spelled as SQLiteStorage spells it): rows kept in their
+# (org_id, number) primary key (WITHOUT ROWID), a foreign key to `organizations`
+# (enforced: the storage turns foreign_keys on) and a unique index on (org_id, address).
+# A floor takes its numbers from an in-process counter (`FloorNumbers`), so it writes one
+# statement per commit.
 FLOOR_ORG_ID = "org_bench"
 FLOOR_SCHEMA = (
     """CREATE TABLE organizations (
@@ -34,15 +34,14 @@ FLOOR_SCHEMA = (
         name TEXT NOT NULL,
         created_at TEXT NOT NULL)""",
     """CREATE TABLE recipients (
-        id INTEGER PRIMARY KEY,
         org_id TEXT NOT NULL REFERENCES organizations(id),
+        number BIGINT NOT NULL,
         address TEXT NOT NULL,
         label TEXT NOT NULL,
         created_at TEXT NOT NULL,
         updated_at TEXT NOT NULL,
-        UNIQUE (org_id, address))""",
-    "ALTER TABLE recipients ADD COLUMN number BIGINT",
-    "CREATE UNIQUE INDEX recipients_number ON recipients (org_id, number)",
+        PRIMARY KEY (org_id, number),
+        UNIQUE (org_id, address)) WITHOUT ROWID""",
 )
 FLOOR_INSERT = (
     "INSERT INTO recipients (org_id, number, address, label, created_at, updated_at)"

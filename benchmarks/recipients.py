@@ -13,10 +13,9 @@ Two ratios, measured in one run (goal for both: >= 0.5):
   insert+commit. ``create`` without a key is printed as extra information.
 
 The floor (both the raw insert and the bare endpoint) writes a row of the shape of
-treasury's ``recipients`` table (``_common.FLOOR_SCHEMA``: migrations 1 and 3, a rowid key
-without AUTOINCREMENT, the foreign key to ``organizations`` enforced, UNIQUE (org_id,
-address), ``number`` with its unique index on (org_id, number)): one ``INSERT`` of all
-its columns, then ``COMMIT``. What it does not do: read its number from the table (it
+treasury's ``recipients`` table (``_common.FLOOR_SCHEMA``: migration 8, rows kept in
+their (org_id, number) key WITHOUT ROWID, the foreign key to ``organizations`` enforced,
+UNIQUE (org_id, address)): one ``INSERT`` of all its columns, then ``COMMIT``. What it does not do: read its number from the table (it
 comes from an in-process counter), validate input, authenticate, rate-limit, or record an
 idempotency key; all of that is treasury's cost. A raw insert whose number comes from
 treasury's own statement (``MAX(number) + 1`` of the organization) in the same

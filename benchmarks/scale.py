@@ -25,7 +25,7 @@ keep-alive ``http.client`` connection each, one request after another):
 * recipients: ``POST /v1/recipients`` (one organization and API key, a fresh
   Idempotency-Key and random address per request) of treasury under gunicorn with one
   worker ÷ the same requests to a bare Flask app under the same gunicorn settings, whose
-  endpoint parses the JSON, does one ``INSERT … RETURNING id`` of a row of the shape of
+  endpoint parses the JSON, does one ``INSERT … RETURNING number`` of a row of the shape of
   treasury's ``recipients`` table (`_gunicorn.PG_FLOOR_SCHEMA`; its number from an
   in-process counter) on a ``psycopg_pool`` connection in autocommit (committed, one round
   trip) and returns the row as JSON. Goal >= 0.5.

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from treasury import Treasury
 from treasury._infra import schema
+from treasury.errors import Conflict
 
 from .conftest import MASTER_KEY, make_tenant, on_postgres, open_storage
 from .helpers import address
@@ -18,7 +21,7 @@ def tables_query() -> str:
     return "SELECT name FROM sqlite_master WHERE type = 'table'"
 
 
-def test_recipients_and_their_numbers_survive_migration_6(storage_url, monkeypatch):
+def test_recipients_and_their_numbers_survive_migrations_6_and_8(storage_url, monkeypatch):
     monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:5])  # the version before
     old = Treasury.open(open_storage(storage_url), master_key=MASTER_KEY, chains={})
     org = make_tenant(old).org
@@ -40,5 +43,8 @@ def test_recipients_and_their_numbers_survive_migration_6(storage_url, monkeypat
     assert made.id == 3  # the deleted number is not given again
     with new.storage.read() as tx:
         tables = {r["name"] for r in tx.query(tables_query())}
-    assert "org_counters" not in tables and "recipients_v6" not in tables
+    assert "org_counters" not in tables and not tables & {"recipients_v6", "recipients_v8"}
+    assert [(r.id, r.label) for r in org.recipients.list().data] == [(1, "A"), (3, "C")]
+    with pytest.raises(Conflict):  # the live address stays unique after the rebuild
+        org.recipients.create(address=made.address, label="again")
     new.close()

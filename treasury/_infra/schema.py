@@ -336,6 +336,28 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 PRIMARY KEY (chain_id, account, period_id)){clustered}""",
         ],
     ),
+    (
+        8,
+        "recipients live in their (organization, number) key: one B-tree less per write",
+        [
+            """CREATE TABLE recipients_v8 (
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                number BIGINT NOT NULL,
+                address TEXT NOT NULL,
+                label {sortable_text} NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                deleted_at TEXT,
+                PRIMARY KEY (org_id, number)){clustered}""",
+            """INSERT INTO recipients_v8 (org_id, number, address, label, created_at,
+                updated_at, deleted_at) SELECT org_id, number, address, label, created_at,
+                updated_at, deleted_at FROM recipients""",
+            "DROP TABLE recipients",
+            "ALTER TABLE recipients_v8 RENAME TO recipients",
+            """CREATE UNIQUE INDEX recipients_live_address
+                ON recipients (org_id, address) WHERE deleted_at IS NULL""",
+        ],
+    ),
 ]
 
 
