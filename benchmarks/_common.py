@@ -3,9 +3,11 @@ waitress server, tables."""
 
 from __future__ import annotations
 
+import cProfile
 import logging
 import os
 import platform
+import pstats
 import secrets
 import sqlite3
 import statistics
@@ -15,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -234,3 +237,34 @@ class Rpc:
 
     def close(self) -> None:
         self.client.close()
+
+
+def print_profile(title: str, profiler: cProfile.Profile | pstats.Stats, limit: int = 22) -> None:
+    """The functions with the most cumulative time, as a share of the profiled total."""
+    stats = profiler if isinstance(profiler, pstats.Stats) else pstats.Stats(profiler)
+    entries = stats.stats  # type: ignore[attr-defined]
+    rows = [
+        (cumulative, own, calls, where(filename, line, function))
+        for (filename, line, function), (_, calls, own, cumulative, _) in entries.items()
+    ]
+    total = max(row[0] for row in rows)
+    rows.sort(reverse=True)
+    print(f"\n=== cProfile, {title}: {total:.2f} s profiled ===")
+    print(
+        table(
+            ["cumulative", "own", "calls", "function"],
+            [
+                [f"{cum / total:.1%}", f"{own / total:.1%}", str(calls), name]
+                for cum, own, calls, name in rows[:limit]
+            ],
+        )
+    )
+
+
+def where(filename: str, line: int, function: str) -> str:
+    if filename == "~":  # a built-in
+        return function
+    for marker in ("site-packages/", f"{Path(__file__).resolve().parent.parent}/"):
+        if marker in filename:
+            filename = filename.split(marker, 1)[1]
+    return f"{filename}:{line}:{function}"

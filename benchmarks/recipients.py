@@ -1,8 +1,11 @@
 """Creating recipients: treasury against a bare SQLite insert+commit, over HTTP and in-process.
 
     .venv/bin/python benchmarks/recipients.py [--seconds S | --requests N] [--rounds R]
+                                              [--writers W]
 
-Two ratios, measured in one run (goal for both: >= 0.5):
+Two ratios, measured in one run (goal for both: >= 0.5), then the figures of ``W``
+concurrent writers (default 8; ``--writers 0`` skips them): writers.py's measurement,
+run from here (throughput ratio >= 0.5, p99 ratio <= 1.5; see writers.py):
 
 * http: ``POST /v1/recipients`` (x-api-key, a fresh Idempotency-Key and a fresh random
   address per request) through waitress on loopback, against a bare Flask app whose one
@@ -34,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import pstats
 import sys
 import tempfile
 import threading
@@ -47,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import writers
 from _common import (
     FLOOR_INSERT,
     FLOOR_ORG_ID,
@@ -59,6 +62,7 @@ from _common import (
     measure,
     median,
     now_text,
+    print_profile,
     random_address,
     table,
     verdict,
@@ -335,37 +339,6 @@ def profile(workdir: Path, in_process: list[Side], args: argparse.Namespace) -> 
         )
 
 
-def print_profile(title: str, profiler: cProfile.Profile | pstats.Stats, limit: int = 22) -> None:
-    """The functions with the most cumulative time, as a share of the profiled total."""
-    stats = profiler if isinstance(profiler, pstats.Stats) else pstats.Stats(profiler)
-    entries = stats.stats  # type: ignore[attr-defined]
-    rows = [
-        (cumulative, own, calls, where(filename, line, function))
-        for (filename, line, function), (_, calls, own, cumulative, _) in entries.items()
-    ]
-    total = max(row[0] for row in rows)
-    rows.sort(reverse=True)
-    print(f"\n=== cProfile, {title}: {total:.2f} s profiled ===")
-    print(
-        table(
-            ["cumulative", "own", "calls", "function"],
-            [
-                [f"{cum / total:.1%}", f"{own / total:.1%}", str(calls), name]
-                for cum, own, calls, name in rows[:limit]
-            ],
-        )
-    )
-
-
-def where(filename: str, line: int, function: str) -> str:
-    if filename == "~":  # a built-in
-        return function
-    for marker in ("site-packages/", f"{Path(__file__).resolve().parent.parent}/"):
-        if marker in filename:
-            filename = filename.split(marker, 1)[1]
-    return f"{filename}:{line}:{function}"
-
-
 class TimedConnection:
     """A stand-in for a ``sqlite3.Connection`` that times each ``execute`` (the first
     step of a statement, which does all the work of the one-row statements here) and
@@ -476,9 +449,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--profile", action="store_true", help="afterwards, cProfile treasury's two paths"
     )
+    parser.add_argument(
+        "--writers",
+        type=int,
+        default=8,
+        help="then the figures of this many concurrent writers (writers.py; 0: skip them)",
+    )
     args = parser.parse_args(argv)
     if min(args.rounds, args.slices, args.requests or 1) < 1 or args.seconds <= 0:
         parser.error("--rounds, --slices, --requests and --seconds must be positive")
+    if args.writers < 0:
+        parser.error("--writers must be 0 or more")
     if args.requests is not None:
         args.slices = min(args.slices, args.requests)
     return args
@@ -531,6 +512,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"extra: raw insert with its number from MAX(number)+1: {counter_ratio:.2f} of raw")
     print(f"ratio http: {http_ratio:.2f} (goal >= {GOAL}) {verdict(http_ratio, GOAL)}")
     print(f"ratio in-process: {keyed_ratio:.2f} (goal >= {GOAL}) {verdict(keyed_ratio, GOAL)}")
+    if args.writers:
+        print()
+        print(f"=== {args.writers} concurrent writers over HTTP (writers.py, run from here) ===")
+        writers.main(["--writers", str(args.writers), *(["--dir", args.dir] if args.dir else [])])
     return 0
 
 

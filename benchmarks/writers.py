@@ -68,11 +68,11 @@ from _common import (
     machine,
     median,
     now_text,
+    print_profile,
     table,
     waitress_server,
 )
 from flask import Flask, Response, jsonify, request
-from recipients import print_profile
 
 from treasury import Treasury
 from treasury.backends.storage.sqlite import FairLock

@@ -44,9 +44,7 @@ def parse_json(raw: bytes) -> Any:
     if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _depth(raw) > MAX_DEPTH:
         _refuse(f"nests deeper than {MAX_DEPTH} levels")
     try:
-        return json.loads(
-            raw, parse_int=_integer, parse_float=_decimal_number, parse_constant=_constant
-        )
+        return _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         _refuse(str(error), "Malformed JSON")
 
@@ -94,6 +92,12 @@ def _constant(text: str) -> NoReturn:
     _refuse(f"{text} is not JSON")
 
 
+#: Built once: `json.loads` with hooks builds a decoder per call.
+_DECODER = json.JSONDecoder(
+    parse_int=_integer, parse_float=_decimal_number, parse_constant=_constant
+)
+
+
 def _refuse(message: str, title: str | None = None) -> NoReturn:
     raise ValidationError.fields([{"location": "body", "field": "", "message": message}], title)
 
@@ -101,8 +105,9 @@ def _refuse(message: str, title: str | None = None) -> NoReturn:
 def _read_at_most(max_bytes: int) -> bytes:
     """The body: at once when its length is declared (and within the limit, checked
     before), else in chunks (chunked uploads), 413 past the limit."""
-    if request.content_length is not None:
-        return request.stream.read(request.content_length)
+    length = request.content_length
+    if length is not None:  # straight from the server's stream: no wrapper to build
+        return request.environ["wsgi.input"].read(length)  # type: ignore[no-any-return]
     parts, size = [], 0
     while chunk := request.stream.read(_CHUNK):
         size += len(chunk)

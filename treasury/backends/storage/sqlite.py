@@ -34,19 +34,19 @@ MEMORY = ":memory:"
 
 class _Tx(Transaction):
     def __init__(self, db: sqlite_utils.Database):
-        self._db = db
+        # Statements go straight to the connection: sqlite-utils' `query` would wrap each
+        # in a savepoint, and its `execute` only adds a call.
+        self._conn = db.conn
 
     def _execute(self, sql: str, params: Params) -> int:
         try:
-            return int(self._db.execute(sql, params).rowcount)
+            return int(self._conn.execute(sql, params).rowcount)
         except sqlite3.IntegrityError as error:
             raise _translate(error) from error
 
     def _query(self, sql: str, params: Params) -> list[Row]:
-        # Database.execute, not Database.query: the latter wraps each statement in a
-        # savepoint, which doubles the statements of a write transaction.
         try:
-            cursor = self._db.execute(sql, params)
+            cursor = self._conn.execute(sql, params)
             rows = cursor.fetchall()
         except sqlite3.IntegrityError as error:
             raise _translate(error) from error
@@ -160,6 +160,12 @@ class SQLiteStorage(ThreadTransactions):
         finally:
             if queue is not None:
                 queue.release()
+
+    def read_one(self, sql: str, params: Params = ()) -> Row | None:
+        if getattr(self._local, "depth", 0) or self._shared is not None:
+            return super().read_one(sql, params)
+        # In autocommit, the one statement is its own snapshot: no BEGIN, no COMMIT.
+        return _Tx(self._db()).one(sql, params)
 
     def close(self) -> None:
         with self._registry_lock:
