@@ -49,7 +49,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import writers
 from _common import (
     FLOOR_INSERT,
     FLOOR_ORG_ID,
@@ -513,6 +512,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ratio http: {http_ratio:.2f} (goal >= {GOAL}) {verdict(http_ratio, GOAL)}")
     print(f"ratio in-process: {keyed_ratio:.2f} (goal >= {GOAL}) {verdict(keyed_ratio, GOAL)}")
     if args.writers:
+        import writers  # only here: it needs today's storage (FairLock), and --writers 0 not
+
         print()
         print(f"=== {args.writers} concurrent writers over HTTP (writers.py, run from here) ===")
         writers.main(["--writers", str(args.writers), *(["--dir", args.dir] if args.dir else [])])
