@@ -66,3 +66,31 @@ def swap(
                         "to_address": to_address},
         **extra,
     }  # fmt: skip
+
+
+# -- yield claims, hashed with the tests' own code (OpenZeppelin standard-v1, sorted pairs) --
+
+CLAIM_ENCODING = ["uint256", "address", "uint256"]
+
+
+def claim_leaf(index: int, account: str, amount: int) -> bytes:
+    """A claim's leaf: keccak of keccak of its ABI encoding (index, account, amount)."""
+    from eth_abi import encode
+    from eth_hash.auto import keccak
+
+    return keccak(keccak(encode(CLAIM_ENCODING, [index, account, amount])))
+
+
+def sorted_pair(a: bytes, b: bytes) -> bytes:
+    """A parent node: keccak of the two children, the smaller first."""
+    from eth_hash.auto import keccak
+
+    return keccak(min(a, b) + max(a, b))
+
+
+def proof_root(index: int, account: str, amount: int, proof: list[str]) -> str:
+    """The root (0x hex) that a claim's proof leads to."""
+    node = claim_leaf(index, account, amount)
+    for sibling in proof:
+        node = sorted_pair(node, bytes.fromhex(sibling[2:]))
+    return "0x" + node.hex()

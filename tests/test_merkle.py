@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eth_abi import encode
-from eth_hash.auto import keccak
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from treasury.evm.merkle import StandardMerkleTree, verify
+
+from .helpers import proof_root
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "merkle_reference.mjs"
@@ -40,14 +40,6 @@ def javascript(request: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def mine(index: int, account: str, amount: int, proof: list[str]) -> str:
-    """The root a proof leads to, with the test's own hashing (sorted pairs)."""
-    node = keccak(keccak(encode(ENCODING, [index, account, amount])))
-    for sibling in (bytes.fromhex(p[2:]) for p in proof):
-        node = keccak(min(node, sibling) + max(node, sibling))
-    return "0x" + node.hex()
-
-
 def claims(n: int) -> list[list[Any]]:
     accounts = sorted(f"0x{(i * 7919 + 13):040x}" for i in range(n))
     return [[i, account, str(10**18 + i * 123_456_789)] for i, account in enumerate(accounts)]
@@ -62,9 +54,11 @@ def test_the_same_tree_as_openzeppelin(n):
     assert [ours.proof(i) for i in range(n)] == theirs["proofs"]
     assert theirs["loaded"] == {"root": ours.root, "verified": [True] * n}
     for i, (index, account, amount) in enumerate(values):
-        assert mine(index, account, int(amount), ours.proof(i)) == ours.root
+        assert proof_root(index, account, int(amount), ours.proof(i)) == ours.root
     if n == 1:
-        assert ours.proof(0) == [] and ours.root == mine(0, values[0][1], int(values[0][2]), [])
+        assert ours.proof(0) == [] and ours.root == proof_root(
+            0, values[0][1], int(values[0][2]), []
+        )
 
 
 def test_other_leaf_types_encode_as_eth_abi_and_openzeppelin():
@@ -107,7 +101,7 @@ def test_every_proof_verifies_and_a_tampered_one_does_not(holders):
     tree = StandardMerkleTree.of(values, ENCODING)
     for i, (index, account, amount) in enumerate(values):
         proof = tree.proof(i)
-        assert mine(index, account, amount, proof) == tree.root
+        assert proof_root(index, account, amount, proof) == tree.root
         assert verify(tree.root, ENCODING, [index, account, amount], proof)
         assert not verify(tree.root, ENCODING, [index, account, amount - 1], proof)
         if proof:

@@ -8,25 +8,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from eth_abi import encode
 from eth_account import Account
-from eth_hash.auto import keccak
 from eth_tester.exceptions import TransactionFailed
 from web3.exceptions import ContractLogicError
 
 from treasury.backends.chain.devnet import DevnetChain
 from treasury.evm.abi import BALANCE_OF, calldata
 
+from .helpers import claim_leaf, sorted_pair
+
 PERIOD = 2917
 CLAIM = "claim(uint256,uint256,address,uint256,bytes32[])"
-
-
-def leaf(index: int, account: str, amount: int) -> bytes:
-    return keccak(keccak(encode(["uint256", "address", "uint256"], [index, account, amount])))
-
-
-def pair(a: bytes, b: bytes) -> bytes:
-    return keccak(min(a, b) + max(a, b))
 
 
 @pytest.fixture(scope="module")
@@ -56,10 +48,10 @@ def test_a_holder_claims_its_amount_once_with_its_proof(devnet):
         devnet.faucet(holder.address, "ETH", "1")
     amounts = [7 * 10**15, 123_456_789, 10**18]
     accounts = sorted(h.address.lower() for h in holders)  # index: ascending account order
-    leaves = [leaf(i, a, amounts[i]) for i, a in enumerate(accounts)]
+    leaves = [claim_leaf(i, a, amounts[i]) for i, a in enumerate(accounts)]
     # three leaves: the root hashes the pair (0, 1) with leaf 2, as any sorted-pair tree
-    root = pair(pair(leaves[0], leaves[1]), leaves[2])
-    proofs = [[leaves[1], leaves[2]], [leaves[0], leaves[2]], [pair(leaves[0], leaves[1])]]
+    root = sorted_pair(sorted_pair(leaves[0], leaves[1]), leaves[2])
+    proofs = [[leaves[1], leaves[2]], [leaves[0], leaves[2]], [sorted_pair(leaves[0], leaves[1])]]
 
     devnet.faucet(distributor, "c0", "1.007")  # the period's total, minted to the contract
     outsider = Account.create()
@@ -109,7 +101,7 @@ def post_and_claim(chain: Any) -> None:
     chain.faucet(holder.address, "ETH", "1")
     distributor, c0 = chain.addresses["yield_distributor"], chain.addresses["c0"]
     amount, period = 4_200_000_000_000, 3001
-    root = leaf(0, holder.address.lower(), amount)  # one leaf: the root, an empty proof
+    root = claim_leaf(0, holder.address.lower(), amount)  # one leaf: the root, an empty proof
     before = BALANCE_OF.decode(call_on(chain, c0, BALANCE_OF.encode(distributor)))[0]
     assert chain.post_yield_root(period, "0x" + root.hex(), amount) is not None
     assert call_on(chain, distributor, calldata("roots(uint256)", period)) == root

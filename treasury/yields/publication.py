@@ -39,7 +39,7 @@ def publish_chain(runtime: Runtime, chain_id: int) -> int:
     published with claims."""
     current = period_of(runtime.now())
     with runtime.storage.read() as tx:
-        first = store.first_taken(tx, chain_id)
+        first, _ = store.snapshot_times(tx, chain_id)
         if first is None:
             return 0
         low = period_of(first)

@@ -37,7 +37,7 @@ def take_snapshot(runtime: Runtime, chain_id: int) -> bool:
     if c0 is None or source is None:
         return False
     with runtime.storage.read() as tx:
-        if not due(store.last_taken(tx, chain_id), now, interval):
+        if not due(store.snapshot_times(tx, chain_id)[1], now, interval):
             return False
         holders = store.holders(tx)
     (rate,) = multicall(chain, [(source, EARNER_RATE, ())])
@@ -54,7 +54,7 @@ def take_snapshot(runtime: Runtime, chain_id: int) -> bool:
                 balances[holder] = int(str(answer[0]))
     with runtime.storage.transaction() as tx:
         tx.lock(f"yield-snapshot:{chain_id}")  # two workers at once store one snapshot
-        if not due(store.last_taken(tx, chain_id), now, interval):
+        if not due(store.snapshot_times(tx, chain_id)[1], now, interval):
             return False
         store.add_snapshot(tx, chain_id, now, project(0, int(str(rate[0]))).apy, balances)
     return True

@@ -23,22 +23,16 @@ def holders(tx: Transaction) -> list[str]:
     return [row["address"] for row in rows]
 
 
-def last_taken(tx: Transaction, chain_id: int) -> datetime | None:
+def snapshot_times(tx: Transaction, chain_id: int) -> tuple[datetime | None, datetime | None]:
+    """When a chain's first and last snapshots were taken; (None, None) before any."""
     row = tx.one(
-        "SELECT MAX(taken_at) AS taken_at FROM yield_snapshots WHERE chain_id = ?", (chain_id,)
+        "SELECT MIN(taken_at) AS first, MAX(taken_at) AS last FROM yield_snapshots"
+        " WHERE chain_id = ?",
+        (chain_id,),
     )
-    return (
-        None if row is None or row["taken_at"] is None else datetime.fromisoformat(row["taken_at"])
-    )
-
-
-def first_taken(tx: Transaction, chain_id: int) -> datetime | None:
-    row = tx.one(
-        "SELECT MIN(taken_at) AS taken_at FROM yield_snapshots WHERE chain_id = ?", (chain_id,)
-    )
-    return (
-        None if row is None or row["taken_at"] is None else datetime.fromisoformat(row["taken_at"])
-    )
+    if row is None or row["first"] is None:
+        return None, None
+    return datetime.fromisoformat(row["first"]), datetime.fromisoformat(row["last"])
 
 
 def add_snapshot(
