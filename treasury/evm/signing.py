@@ -8,7 +8,9 @@ nonce first, the node refuses the broadcast and it is signed again with a fresh 
 
 Write-ahead senders (transfers) hold the lock themselves (`holding`), sign several
 transactions with consecutive nonces (`sign`), store them, then broadcast the stored
-bytes (`broadcast`), which is safe to repeat.
+bytes (`broadcast`), which is safe to repeat. Storing them takes a lock per (chain,
+wallet) that every process shares and refuses nonces that another unfinished transfer
+holds (`treasury.transfers.store.add_legs`): the sender then signs again, above them.
 """
 
 from __future__ import annotations

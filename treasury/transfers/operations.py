@@ -34,6 +34,9 @@ from .models import (
 )
 
 #: The executor of each pairing: its upstream steps (the jobs finish claims with them).
+#: Signings of one on-chain transfer when another process takes the same nonces first.
+SIGNING_ATTEMPTS = 3
+
 STEPS: dict[str, Callable[..., Upstream[Transfer]]] = {
     "onramp": fiat.onramp_steps,
     "offramp": fiat.offramp_steps,
@@ -71,10 +74,16 @@ class Transfers(Group):
             )  # fmt: skip
         checks = self._offramp if pairing == "offramp" else self._swap
         with runtime.signer.holding(chain_id, str(request.source.from_address)):
-            return self._in_two_phases(
-                "create", idempotency_key, request, lambda: checks(request, pairing, chain_id),
-                steps, Transfer,
-            )  # fmt: skip
+            for attempt in range(SIGNING_ATTEMPTS):
+                try:
+                    return self._in_two_phases(
+                        "create", idempotency_key, request,
+                        lambda: checks(request, pairing, chain_id), steps, Transfer,
+                    )  # fmt: skip
+                except store.NoncesTaken:
+                    if attempt == SIGNING_ATTEMPTS - 1:
+                        raise
+        raise AssertionError("unreachable")
 
     def list(
         self, query: PageQuery | Mapping[str, Any] | None = None, **params: Any

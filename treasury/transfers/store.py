@@ -14,6 +14,7 @@ from typing import Any
 
 from .._infra.sql import keyset_page
 from ..backends.storage.base import Row, Transaction
+from ..errors import UpstreamError
 from ..evm.signing import Signed
 from .models import DepositInstructions, Transfer, TransferSide
 
@@ -169,11 +170,38 @@ class Leg:
     signed: Signed
 
 
+class NoncesTaken(UpstreamError):
+    """Another process signed with the same nonces of the wallet first: sign again.
+    Nothing was stored or sent; inside a perform step it leaves the claim in flight
+    (`ambiguous`), so the job signs afresh rather than abandoning the transfer."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "another request signed with this wallet's nonces first; retry", ambiguous=True
+        )
+
+
 def add_legs(
     tx: Transaction, transfer_id: str, chain_id: int, sender: str, legs: Sequence[Leg]
 ) -> None:
     """Store the legs ahead of their broadcast; a leg already stored at a position is
-    kept (two finishers of one transfer store it once)."""
+    kept (two finishers of one transfer store it once). Under a lock per (chain, sender)
+    across processes, legs of another unfinished transfer must not hold any of these
+    nonces (`NoncesTaken`): two API processes that read the same pending count would
+    otherwise both sign nonce N, and a node could take the second as a replacement of the
+    first, leaving that transfer submitted forever."""
+    if not legs:
+        return
+    tx.lock(f"nonces:{chain_id}:{sender}")
+    nonces = [leg.signed.nonce for leg in legs]
+    clash = tx.one(
+        "SELECT 1 AS taken FROM transfer_legs l JOIN transfers t ON t.id = l.transfer_id"
+        " WHERE l.chain_id = ? AND l.sender = ? AND l.nonce BETWEEN ? AND ?"
+        " AND l.transfer_id <> ? AND t.status NOT IN ('completed', 'failed') LIMIT 1",
+        (chain_id, sender, min(nonces), max(nonces), transfer_id),
+    )
+    if clash is not None:
+        raise NoncesTaken()
     for position, leg in enumerate(legs):
         signed = leg.signed
         tx.execute(
