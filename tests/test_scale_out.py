@@ -219,12 +219,22 @@ def test_deliveries_by_two_workers_once_each_and_none_lost_when_one_is_killed(
     rx.decide = slow
     more = record_transactions(cluster, api, wallet, 20)
     wait_for(lambda: len(ours()) >= 43, 60, "the second batch under way")
-    sender = next(
-        process
-        for process in map(psutil.Process, (w.pid for w in cluster.workers if w.poll() is None))
-        for connection in process.net_connections("tcp")
-        if connection.laddr and connection.laddr.port == ours()[-1].port
-    )
+    senders: list[psutil.Process] = []
+
+    def sending() -> bool:
+        """A live worker holds a connection that a request of this batch came on (the
+        one that sent the latest may have closed it meanwhile: look again)."""
+        ports = {r.port for r in ours()[40:]}
+        senders[:] = [
+            process
+            for process in map(psutil.Process, (w.pid for w in cluster.workers if w.poll() is None))
+            for connection in process.net_connections("tcp")
+            if connection.laddr and connection.laddr.port in ports
+        ]
+        return bool(senders)
+
+    wait_for(sending, 30, "a worker sending the second batch")
+    sender = senders[0]
     in_flight = {r.message_id for r in ours()[40:]}
     sender.kill()
     rx.decide = None
