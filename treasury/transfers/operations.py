@@ -33,10 +33,10 @@ from .models import (
     TransferSide,
 )
 
-#: The executor of each pairing: its upstream steps (the jobs finish claims with them).
 #: Signings of one on-chain transfer when another process takes the same nonces first.
 SIGNING_ATTEMPTS = 3
 
+#: The executor of each pairing: its upstream steps (the jobs finish claims with them).
 STEPS: dict[str, Callable[..., Upstream[Transfer]]] = {
     "onramp": fiat.onramp_steps,
     "offramp": fiat.offramp_steps,
@@ -73,17 +73,22 @@ class Transfers(Group):
                 steps, Transfer,
             )  # fmt: skip
         checks = self._offramp if pairing == "offramp" else self._swap
+
+        def create() -> Transfer:
+            return self._in_two_phases(
+                "create", idempotency_key, request, lambda: checks(request, pairing, chain_id),
+                steps, Transfer,
+            )  # fmt: skip
+
         with runtime.signer.holding(chain_id, str(request.source.from_address)):
-            for attempt in range(SIGNING_ATTEMPTS):
-                try:
-                    return self._in_two_phases(
-                        "create", idempotency_key, request,
-                        lambda: checks(request, pairing, chain_id), steps, Transfer,
-                    )  # fmt: skip
-                except store.NoncesTaken:
-                    if attempt == SIGNING_ATTEMPTS - 1:
-                        raise
-        raise AssertionError("unreachable")
+            if pairing == "offramp":  # signs after its claim: a clash is the job's to retry
+                return create()
+            for _ in range(SIGNING_ATTEMPTS - 1):
+                try:  # a swap's legs are signed and stored in its claim, which rolls back
+                    return create()
+                except store.NoncesTaken:  # nothing stored: sign again, above the other's
+                    continue
+            return create()
 
     def list(
         self, query: PageQuery | Mapping[str, Any] | None = None, **params: Any
