@@ -18,9 +18,9 @@ run from here (throughput ratio >= 0.5, p99 ratio <= 1.5; see writers.py):
 The floor (both the raw insert and the bare endpoint) writes a row of the shape of
 treasury's ``recipients`` table (``_common.FLOOR_SCHEMA``: migration 8, rows kept in
 their (org_id, number) key WITHOUT ROWID, the foreign key to ``organizations`` enforced,
-UNIQUE (org_id, address)): one ``INSERT`` of all its columns, then ``COMMIT``. What it does not do: read its number from the table (it
-comes from an in-process counter), validate input, authenticate, rate-limit, or record an
-idempotency key; all of that is treasury's cost. A raw insert whose number comes from
+UNIQUE (org_id, address)): one ``INSERT`` of all its columns, then ``COMMIT``. What it
+does not do: read its number from the table (it comes from an in-process counter),
+validate input, authenticate, rate-limit, or record an idempotency key; all of that is treasury's cost. A raw insert whose number comes from
 treasury's own statement (``MAX(number) + 1`` of the organization) in the same
 transaction is printed as an extra, to show what per-organization numbers cost alone.
 
