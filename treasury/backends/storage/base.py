@@ -183,3 +183,14 @@ class ThreadTransactions(Storage):
             return
         with self._outermost(self.begin_read) as tx:
             yield tx
+
+    def read_one(self, sql: str, params: Params = ()) -> Row | None:
+        if getattr(self._local, "depth", 0):
+            return self._local.tx.one(sql, params)  # type: ignore[no-any-return]
+        return self._one_alone(sql, params)
+
+    def _one_alone(self, sql: str, params: Params) -> Row | None:
+        """`read_one` outside any transaction of the thread: in a read transaction here;
+        a backend whose driver runs one statement in autocommit does that instead."""
+        with self._outermost(self.begin_read) as tx:
+            return tx.one(sql, params)

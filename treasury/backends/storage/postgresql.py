@@ -106,9 +106,7 @@ class PostgresStorage(ThreadTransactions):
             finally:
                 self._local.tx, self._local.depth = None, 0
 
-    def read_one(self, sql: str, params: Params = ()) -> Row | None:
-        if getattr(self._local, "depth", 0):
-            return self._local.tx.one(sql, params)  # type: ignore[no-any-return]
+    def _one_alone(self, sql: str, params: Params) -> Row | None:
         with self._pool.connection() as conn:  # autocommit: the statement is its snapshot
             return _Tx(conn).one(sql, params)  # type: ignore[arg-type]
 

@@ -161,9 +161,9 @@ class SQLiteStorage(ThreadTransactions):
             if queue is not None:
                 queue.release()
 
-    def read_one(self, sql: str, params: Params = ()) -> Row | None:
-        if getattr(self._local, "depth", 0) or self._shared is not None:
-            return super().read_one(sql, params)
+    def _one_alone(self, sql: str, params: Params) -> Row | None:
+        if self._shared is not None:  # the in-memory database's one connection, locked
+            return super()._one_alone(sql, params)
         # In autocommit, the one statement is its own snapshot: no BEGIN, no COMMIT.
         return _Tx(self._db()).one(sql, params)
 
