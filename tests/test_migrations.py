@@ -48,3 +48,25 @@ def test_recipients_and_their_numbers_survive_migrations_6_and_8(storage_url, mo
     with pytest.raises(Conflict):  # the live address stays unique after the rebuild
         org.recipients.create(address=made.address, label="again")
     new.close()
+
+
+def test_idempotency_keys_survive_migration_9(storage_url, monkeypatch):
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:8])  # the version before
+    old = Treasury.open(open_storage(storage_url), master_key=MASTER_KEY, chains={})
+    org = make_tenant(old).org
+    first = org.recipients.create(address=address(), label="Kept", idempotency_key="k1")
+    old.close()
+    monkeypatch.undo()
+
+    new = Treasury.open(open_storage(storage_url), master_key=MASTER_KEY, chains={})
+    org = new.for_organization(org.id)
+    replay = org.recipients.create(address=first.address, label="Kept", idempotency_key="k1")
+    assert replay == first and replay.replayed  # the stored outcome moved with its key
+    second = org.recipients.create(address=address(), label="New", idempotency_key="k2")
+    assert org.recipients.create(
+        address=second.address, label="New", idempotency_key="k2"
+    ).replayed  # and new keys are held in the rebuilt table
+    with new.storage.read() as tx:
+        tables = {r["name"] for r in tx.query(tables_query())}
+    assert "idempotency_keys_v9" not in tables
+    new.close()

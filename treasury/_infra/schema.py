@@ -358,6 +358,34 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 ON recipients (org_id, address) WHERE deleted_at IS NULL""",
         ],
     ),
+    (
+        9,
+        "idempotency keys in a table in insertion order, found by a key index of their own",
+        [
+            # Rows with a stored outcome are fat and their keys random: kept in the key's
+            # own B-tree (WITHOUT ROWID), every insert rebalanced a page of a few rows.
+            """CREATE TABLE idempotency_keys_v9 (
+                org_id TEXT NOT NULL,
+                key TEXT NOT NULL,
+                fingerprint TEXT NOT NULL,
+                state TEXT NOT NULL,
+                status INTEGER,
+                body TEXT,
+                created_at TEXT NOT NULL,
+                expires_at TEXT NOT NULL,
+                resource TEXT,
+                outcome {blob},
+                PRIMARY KEY (org_id, key))""",
+            """INSERT INTO idempotency_keys_v9 (org_id, key, fingerprint, state, status, body,
+                created_at, expires_at, resource, outcome) SELECT org_id, key, fingerprint,
+                state, status, body, created_at, expires_at, resource, outcome
+                FROM idempotency_keys""",
+            "DROP TABLE idempotency_keys",
+            "ALTER TABLE idempotency_keys_v9 RENAME TO idempotency_keys",
+            """CREATE INDEX idempotency_keys_resource
+                ON idempotency_keys (org_id, resource) WHERE resource IS NOT NULL""",
+        ],
+    ),
 ]
 
 
