@@ -25,7 +25,7 @@ import httpx
 WAITRESS_THREADS = 4
 
 # The floors write rows of the shape of treasury's `recipients` table after its migration
-# 8 (treasury/_infra/schema.py, spelled as SQLiteStorage spells it): rows kept in their
+# 8 (treasury/_infra/migrations.py, spelled as SQLiteStorage spells it): rows kept in their
 # (org_id, number) primary key (WITHOUT ROWID), a foreign key to `organizations`
 # (enforced: the storage turns foreign_keys on) and a unique index on (org_id, address).
 # A floor takes its numbers from an in-process counter (`FloorNumbers`), so it writes one

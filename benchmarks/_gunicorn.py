@@ -29,7 +29,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 # The floor's tables on PostgreSQL: treasury's `recipients` as its migrations leave it
-# (treasury/_infra/schema.py, migration 6, spelled as PostgresStorage spells it: an
+# (treasury/_infra/migrations.py, migration 6, spelled as PostgresStorage spells it: an
 # identity primary key, the label in code-point order), with the foreign key to
 # `organizations`, the unique index on (org_id, number) and the partial unique index on
 # (org_id, address) of live rows. No `deleted_at` is ever written; no numbers table.

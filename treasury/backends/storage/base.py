@@ -98,7 +98,7 @@ class Storage(ABC):
     """A storage backend. Thread-safe: one instance serves every thread of a process."""
 
     #: Dialect spellings used by the library's migrations: ``pk``, ``blob``, ``clustered``,
-    #: ``sortable_text`` (see `treasury._infra.schema`).
+    #: ``sortable_text`` (see `treasury._infra.migrations`).
     types: ClassVar[Mapping[str, str]]
 
     @classmethod

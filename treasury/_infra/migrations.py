@@ -1,0 +1,372 @@
+"""The library's schema, as numbered migrations (`schema.migrate` applies them in order).
+
+Statements use ``{pk}`` (an auto-incrementing 64-bit integer primary key), ``{blob}`` (binary),
+``{clustered}`` (after a table whose rows should live in its primary key, SQLite's
+``WITHOUT ROWID``; empty elsewhere) and ``{sortable_text}`` (text that sorts by code
+point, e.g. ``TEXT COLLATE "C"`` on PostgreSQL), which each backend spells in its
+dialect (`Storage.types`).
+Timestamps are ISO 8601 UTC text of fixed width, so they sort as text. Every id and
+chain id is a 64-bit integer (``{pk}``, ``BIGINT``). Migrations are append-only: a
+released statement is never edited, a change is a new migration.
+"""
+
+MIGRATIONS: list[tuple[int, str, list[str]]] = [
+    (
+        1,
+        "organizations, api keys, custody keys, wallets, recipients, bank accounts, "
+        "webhooks, idempotency keys",
+        [
+            """CREATE TABLE organizations (
+                id TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                created_at TEXT NOT NULL)""",
+            """CREATE TABLE api_keys (
+                id TEXT PRIMARY KEY,
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                user_id TEXT NOT NULL,
+                secret_hash TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                expires_at TEXT,
+                revoked_at TEXT)""",
+            "CREATE INDEX api_keys_org ON api_keys (org_id)",
+            """CREATE TABLE custody_keys (
+                ref TEXT PRIMARY KEY,
+                address TEXT NOT NULL,
+                private_key {blob} NOT NULL,
+                created_at TEXT NOT NULL)""",
+            """CREATE TABLE wallets (
+                id {pk},
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                address TEXT NOT NULL,
+                label {sortable_text},
+                type TEXT NOT NULL,
+                custody_ref TEXT REFERENCES custody_keys(ref),
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                deleted_at TEXT)""",
+            """CREATE UNIQUE INDEX wallets_live_address
+                ON wallets (org_id, address) WHERE deleted_at IS NULL""",
+            """CREATE TABLE recipients (
+                id {pk},
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                address TEXT NOT NULL,
+                label {sortable_text} NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                UNIQUE (org_id, address))""",
+            """CREATE TABLE bank_accounts (
+                id {pk},
+                external_id TEXT NOT NULL UNIQUE,
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                user_id TEXT NOT NULL,
+                bank_name TEXT NOT NULL,
+                business_name TEXT,
+                account_owner_name TEXT NOT NULL,
+                account_owner_type TEXT NOT NULL,
+                account_type TEXT NOT NULL,
+                currency TEXT NOT NULL,
+                checking_or_savings TEXT NOT NULL,
+                account_number_last4 TEXT NOT NULL,
+                account_number {blob} NOT NULL,
+                routing_number {blob} NOT NULL,
+                address {blob} NOT NULL,
+                active INTEGER NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL)""",
+            "CREATE INDEX bank_accounts_org ON bank_accounts (org_id)",
+            """CREATE TABLE webhooks (
+                id {pk},
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                url TEXT NOT NULL,
+                events TEXT NOT NULL,
+                wallets TEXT,
+                secret {blob} NOT NULL,
+                active INTEGER NOT NULL,
+                created_at TEXT NOT NULL,
+                deleted_at TEXT)""",
+            "CREATE INDEX webhooks_org ON webhooks (org_id)",
+            """CREATE TABLE idempotency_keys (
+                org_id TEXT NOT NULL,
+                key TEXT NOT NULL,
+                fingerprint TEXT NOT NULL,
+                state TEXT NOT NULL,
+                status INTEGER,
+                body TEXT,
+                created_at TEXT NOT NULL,
+                expires_at TEXT NOT NULL,
+                PRIMARY KEY (org_id, key)){clustered}""",
+        ],
+    ),
+    (
+        2,
+        "tracked transactions and the event outbox",
+        [
+            """CREATE TABLE transactions (
+                id {pk},
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                chain_id BIGINT NOT NULL,
+                hash TEXT NOT NULL,
+                type TEXT NOT NULL,
+                sender TEXT NOT NULL,
+                contract TEXT NOT NULL,
+                token TEXT NOT NULL,
+                amount TEXT NOT NULL,
+                wallet_id BIGINT NOT NULL REFERENCES wallets(id),
+                wallet_address TEXT NOT NULL,
+                status TEXT NOT NULL,
+                receipt TEXT,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                UNIQUE (org_id, chain_id, hash))""",
+            """CREATE INDEX transactions_pending
+                ON transactions (chain_id, id) WHERE status = 'pending'""",
+            "CREATE INDEX transactions_hash ON transactions (chain_id, hash)",
+            """CREATE TABLE events (
+                id {pk},
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                type TEXT NOT NULL,
+                wallet_address TEXT,
+                payload TEXT NOT NULL,
+                created_at TEXT NOT NULL)""",
+            "CREATE INDEX events_org ON events (org_id, id)",
+        ],
+    ),
+    (
+        3,
+        "per-organization numbers; two-phase claims; sealed idempotent outcomes",
+        [
+            """CREATE TABLE org_counters (
+                org_id TEXT NOT NULL,
+                name TEXT NOT NULL,
+                value BIGINT NOT NULL,
+                PRIMARY KEY (org_id, name)){clustered}""",
+            *(
+                statement
+                for table in ("wallets", "recipients", "bank_accounts", "webhooks")
+                for statement in (
+                    f"ALTER TABLE {table} ADD COLUMN number BIGINT",
+                    f"""UPDATE {table} SET number = (SELECT COUNT(*) FROM {table} AS earlier
+                        WHERE earlier.org_id = {table}.org_id AND earlier.id <= {table}.id)""",
+                    f"CREATE UNIQUE INDEX {table}_number ON {table} (org_id, number)",
+                    f"""INSERT INTO org_counters (org_id, name, value)
+                        SELECT org_id, '{table}', MAX(number) FROM {table} GROUP BY org_id""",
+                )
+            ),
+            "ALTER TABLE transactions ADD COLUMN wallet_number BIGINT",
+            """UPDATE transactions SET wallet_number =
+                (SELECT number FROM wallets WHERE wallets.id = transactions.wallet_id)""",
+            "ALTER TABLE bank_accounts ADD COLUMN state TEXT NOT NULL DEFAULT 'registered'",
+            "ALTER TABLE bank_accounts ADD COLUMN lease_until TEXT",
+            "ALTER TABLE bank_accounts ADD COLUMN provider_account_id TEXT",
+            """CREATE INDEX bank_accounts_registering
+                ON bank_accounts (lease_until) WHERE state = 'registering'""",
+            "ALTER TABLE idempotency_keys ADD COLUMN resource TEXT",
+            "ALTER TABLE idempotency_keys ADD COLUMN outcome {blob}",
+            """CREATE INDEX idempotency_keys_resource
+                ON idempotency_keys (org_id, resource) WHERE resource IS NOT NULL""",
+        ],
+    ),
+    (
+        4,
+        "transfers and their signed legs; virtual accounts and wallets; provider customers",
+        [
+            "ALTER TABLE organizations ADD COLUMN provider_customer_id TEXT",
+            """CREATE TABLE transfers (
+                id TEXT PRIMARY KEY,
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                pairing TEXT NOT NULL,
+                status TEXT NOT NULL,
+                stage TEXT NOT NULL,
+                amount TEXT NOT NULL,
+                developer_fee TEXT NOT NULL,
+                client_reference_id TEXT,
+                source TEXT NOT NULL,
+                destination TEXT NOT NULL,
+                chain_id BIGINT,
+                wallet_address TEXT,
+                bank_account_id TEXT,
+                transaction_hash TEXT,
+                provider_transfer_id TEXT,
+                provider_state TEXT,
+                deposit_instructions TEXT,
+                deposit_address TEXT,
+                failure TEXT,
+                lease_until TEXT,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL)""",
+            "CREATE INDEX transfers_feed ON transfers (org_id, created_at, id)",
+            """CREATE INDEX transfers_open ON transfers (stage, lease_until)
+                WHERE status IN ('pending', 'submitted')""",
+            """CREATE TABLE transfer_legs (
+                transfer_id TEXT NOT NULL REFERENCES transfers(id),
+                position INTEGER NOT NULL,
+                kind TEXT NOT NULL,
+                contract TEXT NOT NULL,
+                token TEXT NOT NULL,
+                amount TEXT NOT NULL,
+                chain_id BIGINT NOT NULL,
+                sender TEXT NOT NULL,
+                nonce BIGINT NOT NULL,
+                hash TEXT NOT NULL,
+                raw {blob} NOT NULL,
+                sent INTEGER NOT NULL,
+                PRIMARY KEY (transfer_id, position))""",
+            "CREATE INDEX transfer_legs_unsent ON transfer_legs (chain_id, sender) WHERE sent = 0",
+            """CREATE TABLE virtual_accounts (
+                id {pk},
+                org_id TEXT NOT NULL UNIQUE REFERENCES organizations(id),
+                user_id TEXT NOT NULL,
+                provider_virtual_account_id TEXT,
+                provider_customer_id TEXT,
+                provider_wallet_id TEXT,
+                developer_fee_percent TEXT,
+                deposit TEXT,
+                usdb_balance TEXT,
+                balance_read_at TEXT,
+                label TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL)""",
+            """CREATE TABLE virtual_wallets (
+                id {pk},
+                org_id TEXT NOT NULL UNIQUE REFERENCES organizations(id),
+                address TEXT NOT NULL,
+                custody_ref TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL)""",
+        ],
+    ),
+    (
+        5,
+        "webhook deliveries and their attempts",
+        [
+            """CREATE TABLE webhook_deliveries (
+                id {pk},
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                webhook_id BIGINT NOT NULL REFERENCES webhooks(id),
+                event_id BIGINT NOT NULL REFERENCES events(id),
+                message_id TEXT NOT NULL UNIQUE,
+                event_type TEXT NOT NULL,
+                status TEXT NOT NULL,
+                attempts INTEGER NOT NULL,
+                next_attempt_at TEXT,
+                last_status_code INTEGER,
+                last_error TEXT,
+                lease_until TEXT,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                UNIQUE (webhook_id, event_id))""",
+            """CREATE INDEX webhook_deliveries_due
+                ON webhook_deliveries (next_attempt_at) WHERE status = 'pending'""",
+            """CREATE INDEX webhook_deliveries_feed
+                ON webhook_deliveries (webhook_id, created_at, id)""",
+            """CREATE TABLE webhook_attempts (
+                delivery_id BIGINT NOT NULL REFERENCES webhook_deliveries(id),
+                attempt INTEGER NOT NULL,
+                at TEXT NOT NULL,
+                status_code INTEGER,
+                error TEXT,
+                duration_ms INTEGER NOT NULL,
+                PRIMARY KEY (delivery_id, attempt))""",
+        ],
+    ),
+    (
+        6,
+        "recipients are deleted softly; numbers come from the rows, not from counters",
+        [
+            """CREATE TABLE recipients_v6 (
+                id {pk},
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                number BIGINT NOT NULL,
+                address TEXT NOT NULL,
+                label {sortable_text} NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                deleted_at TEXT)""",
+            # new ids, in the old order: explicit ids would leave PostgreSQL's identity
+            # behind them (nothing refers to a recipient's id; the API shows its number)
+            """INSERT INTO recipients_v6 (org_id, number, address, label, created_at,
+                updated_at) SELECT org_id, number, address, label, created_at, updated_at
+                FROM recipients ORDER BY id""",
+            "DROP TABLE recipients",
+            "ALTER TABLE recipients_v6 RENAME TO recipients",
+            "CREATE UNIQUE INDEX recipients_number ON recipients (org_id, number)",
+            """CREATE UNIQUE INDEX recipients_live_address
+                ON recipients (org_id, address) WHERE deleted_at IS NULL""",
+            "DROP TABLE org_counters",
+        ],
+    ),
+    (
+        7,
+        "yield snapshots of every holder's c0 balance, and the periods published from them",
+        [
+            """CREATE TABLE yield_snapshots (
+                id {pk},
+                chain_id BIGINT NOT NULL,
+                taken_at TEXT NOT NULL,
+                apy TEXT NOT NULL)""",
+            "CREATE INDEX yield_snapshots_time ON yield_snapshots (chain_id, taken_at)",
+            """CREATE TABLE yield_balances (
+                snapshot_id BIGINT NOT NULL REFERENCES yield_snapshots(id),
+                address TEXT NOT NULL,
+                balance TEXT NOT NULL,
+                PRIMARY KEY (snapshot_id, address)){clustered}""",
+            """CREATE TABLE yield_periods (
+                chain_id BIGINT NOT NULL,
+                period_id BIGINT NOT NULL,
+                root TEXT,
+                total TEXT NOT NULL,
+                count INTEGER NOT NULL,
+                starts_at TEXT NOT NULL,
+                ends_at TEXT NOT NULL,
+                published_at TEXT NOT NULL,
+                artifact TEXT,
+                root_tx TEXT,
+                PRIMARY KEY (chain_id, period_id)){clustered}""",
+            """CREATE TABLE yield_leaves (
+                chain_id BIGINT NOT NULL,
+                account TEXT NOT NULL,
+                period_id BIGINT NOT NULL,
+                leaf_index BIGINT NOT NULL,
+                amount TEXT NOT NULL,
+                proof TEXT NOT NULL,
+                PRIMARY KEY (chain_id, account, period_id)){clustered}""",
+        ],
+    ),
+    (
+        8,
+        "recipients live in their (organization, number) key: one B-tree less per write",
+        [
+            """CREATE TABLE recipients_v8 (
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                number BIGINT NOT NULL,
+                address TEXT NOT NULL,
+                label {sortable_text} NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                deleted_at TEXT,
+                PRIMARY KEY (org_id, number)){clustered}""",
+            """INSERT INTO recipients_v8 (org_id, number, address, label, created_at,
+                updated_at, deleted_at) SELECT org_id, number, address, label, created_at,
+                updated_at, deleted_at FROM recipients""",
+            "DROP TABLE recipients",
+            "ALTER TABLE recipients_v8 RENAME TO recipients",
+            """CREATE UNIQUE INDEX recipients_live_address
+                ON recipients (org_id, address) WHERE deleted_at IS NULL""",
+        ],
+    ),
+    (
+        9,
+        "idempotency keys kept in insertion order, found through an index of their key",
+        [  # fat rows under random keys made every insert rebalance a page of a few rows
+            """CREATE TABLE idempotency_keys_v9 (org_id TEXT NOT NULL, key TEXT NOT NULL,
+                fingerprint TEXT NOT NULL, state TEXT NOT NULL, status INTEGER, body TEXT,
+                created_at TEXT NOT NULL, expires_at TEXT NOT NULL, resource TEXT,
+                outcome {blob}, PRIMARY KEY (org_id, key))""",
+            "INSERT INTO idempotency_keys_v9 SELECT * FROM idempotency_keys",  # same order
+            "DROP TABLE idempotency_keys",
+            "ALTER TABLE idempotency_keys_v9 RENAME TO idempotency_keys",
+            """CREATE INDEX idempotency_keys_resource
+                ON idempotency_keys (org_id, resource) WHERE resource IS NOT NULL""",
+        ],
+    ),
+]
