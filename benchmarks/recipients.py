@@ -20,9 +20,10 @@ treasury's ``recipients`` table (``_common.FLOOR_SCHEMA``: migration 8, rows kep
 their (org_id, number) key WITHOUT ROWID, the foreign key to ``organizations`` enforced,
 UNIQUE (org_id, address)): one ``INSERT`` of all its columns, then ``COMMIT``. What it
 does not do: read its number from the table (it comes from an in-process counter),
-validate input, authenticate, rate-limit, or record an idempotency key; all of that is treasury's cost. A raw insert whose number comes from
-treasury's own statement (``MAX(number) + 1`` of the organization) in the same
-transaction is printed as an extra, to show what per-organization numbers cost alone.
+validate input, authenticate, rate-limit, or record an idempotency key; all of that is
+treasury's cost. A raw insert whose number comes from treasury's own statement
+(``MAX(number) + 1`` of the organization) in the same transaction is printed as an
+extra, to show what per-organization numbers cost alone.
 
 Every side writes a real file in one temporary directory with the same durability
 settings (WAL, synchronous=FULL). Each side is warmed up; then, in each of ``--rounds``
