@@ -15,9 +15,10 @@ ADDRESS = re.compile(r"^0x[0-9a-f]{40}$")
 
 
 def address() -> str:
-    """A random address in mixed case, as a user might paste it."""
-    raw = secrets.token_hex(20)
-    return "0x" + "".join(c.upper() if i % 2 else c for i, c in enumerate(raw))
+    """A random address in mixed case with its EIP-55 checksum, as a user might paste it."""
+    from eth_utils.address import to_checksum_address
+
+    return to_checksum_address("0x" + secrets.token_hex(20))
 
 
 def is_timestamp(value: object) -> bool:

@@ -102,3 +102,25 @@ def test_replayed_outcomes_are_sealed_too(treasury, tenant, db_path):
     data = all_bytes(db_path)
     assert hook.secret.removeprefix("whsec_").encode() not in data
     assert b"021000021" not in data
+
+
+@sqlite_only  # reads the file
+def test_no_deposit_account_number_in_the_file(treasury, tenant, db_path):
+    """Deposit instructions (an on-ramp's, the virtual account's) hold the provider's
+    account numbers: sealed in the transfer row, the stored idempotent outcome and the
+    virtual account row."""
+    from .helpers import address, onramp
+
+    org = tenant.org
+    bank = org.bank_accounts.create(BANK_ACCOUNT).provider_external_account_id
+    body = onramp(bank, address(), "5")
+    made = org.transfers.create(body, idempotency_key="deposit-1")
+    virtual = org.virtual_account.get()
+    replay = org.transfers.create(body, idempotency_key="deposit-1")
+    assert replay.replayed and replay.deposit_instructions == made.deposit_instructions
+    assert made.deposit_instructions is not None
+    numbers = [made.deposit_instructions.account_number, virtual.deposit_account_number]
+    data = all_bytes(db_path)
+    assert made.id.encode() in data  # the file is readable: the transfer is there
+    for number in numbers:
+        assert len(number) >= 6 and number.encode() not in data

@@ -133,15 +133,24 @@ def test_a_request_in_flight_is_409_then_replays(env):
     assert replay.headers["Idempotent-Replayed"] == "true"
 
 
-def test_a_provider_5xx_is_502_and_nothing_is_written(env):
-    count, at_provider = env.count(), len(env.fake.transfers)
+def test_a_provider_5xx_is_ambiguous_the_key_stays_taken_and_one_transfer_is_made(env):
+    """A 5xx may come after the provider performed the POST (a gateway, a crash after
+    the commit): the claim is kept, the transfer shows as pending, and the job's retry
+    with the same provider Idempotency-Key (the transfer's id) finishes it once."""
     env.fake.fail(status=503, method="POST", path="/transfers")
     body = onramp(env.bank, address(), "5")
     r = env.post(body, "five-hundred")
     assert r.status_code == 502
-    assert env.count() == count and len(env.fake.transfers) == at_provider
-    retry = env.post(body, "five-hundred")  # the 502 was not stored: the retry runs
-    assert retry.status_code == 201 and "Idempotent-Replayed" not in retry.headers
+    assert env.post(body, "five-hundred").status_code == 409  # the key is not freed
+    listed = env.api.get("/v1/transfers").json()["data"]
+    assert [t["status"] for t in listed if t["from"]["amount"] == "5"] == ["pending"]
+    env.now[0] += timedelta(seconds=91)
+    summary = env.t.run_once()
+    assert summary["transfers_finished"] == 1 and not summary.errors
+    replay = env.post(body, "five-hundred")
+    assert replay.status_code == 201 and replay.headers["Idempotent-Replayed"] == "true"
+    keys = {r.headers["Idempotency-Key"] for r in env.fake.received("POST", "/transfers")}
+    assert keys == {replay.json()["id"]}  # every attempt carried the transfer's id
 
 
 def test_a_timeout_after_the_provider_received_is_resolved_by_the_job(env):

@@ -34,7 +34,7 @@ from .test_helpers import TestHelpers
 from .transactions import Transactions
 from .transactions.indexer import index_transactions
 from .transfers import Transfers
-from .transfers.jobs import advance_transfers, finish_transfers
+from .transfers.jobs import advance_transfers, finish_transfers, heal_nonce_holes
 from .virtual import VirtualAccountGroup, VirtualWalletGroup
 from .virtual.sweep import sweep_virtual_wallets
 from .wallets import Wallets
@@ -51,6 +51,7 @@ JOBS: tuple[Job, ...] = (
     Job("finish_transfers", finish_transfers),
     Job("index_transactions", index_transactions),
     Job("advance_transfers", advance_transfers),
+    Job("heal_nonce_holes", heal_nonce_holes),
     Job("sweep_virtual_wallets", sweep_virtual_wallets),
     Job("snapshot_yields", snapshot_yields),
     Job("publish_yield_periods", publish_yield_periods),

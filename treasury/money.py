@@ -26,3 +26,12 @@ def to_raw(amount: str | int | Decimal, decimals: int) -> int:
     if raw >= 2**256:
         raise ValueError(f"amount {amount!r} is too large for a token (uint256)")
     return raw
+
+
+def from_raw(raw: int, decimals: int) -> str:
+    """Raw units to whole units as a plain decimal string, exactly:
+    ``from_raw(7_500_000, 6) == "7.5"``, ``from_raw(0, 18) == "0"``."""
+    sign, raw = ("-", -raw) if raw < 0 else ("", raw)
+    whole, fraction = divmod(raw, 10**decimals)
+    digits = f"{fraction:0{decimals}d}".rstrip("0") if decimals else ""
+    return f"{sign}{whole}.{digits}" if digits else f"{sign}{whole}"

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..backends.chain.base import Chain, ChainConfig
-from ..errors import NotFound
+from ..errors import NotFound, ValidationError
 from . import plugins
+from .models import ZERO_ADDRESS
 
 ChainSpec = str | Mapping[str, Any] | ChainConfig | Chain
 
@@ -61,6 +62,21 @@ class ChainRegistry:
                 cls = plugins.checked_class("chain", config.url, Chain)
                 chain = self._open[chain_id] = cls.from_config(config)
             return chain
+
+    def check_destination(
+        self, address: str, field: str, chain_ids: list[int] | None = None
+    ) -> None:
+        """400 (at body `field`) when `address` is the zero address or one of the
+        contracts of the chains (`chain_ids`, default every configured one): value sent
+        there is lost."""
+        if address == ZERO_ADDRESS:
+            raise ValidationError.field("body", field, "must not be the zero address")
+        for chain_id in self.ids() if chain_ids is None else chain_ids:
+            for name, contract in self.get(chain_id).addresses.items():
+                if contract == address:
+                    raise ValidationError.field(
+                        "body", field, f"must not be a contract of chain {chain_id} ({name})"
+                    )
 
     def token_metadata(self, chain_id: int) -> dict[str, TokenMetadata]:
         """Name, symbol and decimals of the tokens seen on a chain, by lowercase address

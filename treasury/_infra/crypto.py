@@ -88,6 +88,9 @@ def _create_key_file(key_file: Path) -> None:
         temporary.unlink(missing_ok=True)
 
 
+_SEALED = "sealed:"
+
+
 class SecretBox:
     """AES-256-GCM under keys derived from the master key, one per purpose."""
 
@@ -118,6 +121,16 @@ class SecretBox:
         except InvalidTag:
             raise WrongMasterKey(purpose) from None
         return plain.decode()
+
+    def seal(self, purpose: str, plaintext: str) -> str:
+        """`encrypt` as text for a TEXT column: ``sealed:`` and the base64 of the blob."""
+        return _SEALED + base64.b64encode(self.encrypt(purpose, plaintext)).decode()
+
+    def unseal(self, purpose: str, stored: str) -> str:
+        """The plaintext of a `seal`ed text; a text stored before it was sealed as is."""
+        if not stored.startswith(_SEALED):
+            return stored
+        return self.decrypt(purpose, base64.b64decode(stored[len(_SEALED) :]))
 
 
 class WrongMasterKey(TreasuryError):

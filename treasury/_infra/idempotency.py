@@ -19,7 +19,10 @@ Two shapes:
   together). A definite refusal upstream abandons the write-ahead rows and releases the
   key, so a retry runs afresh; an ambiguous failure leaves both in flight (retries get
   409) and a job finishes them with `finish` (the same perform and record, never a
-  guess), after which the key replays the outcome.
+  guess), after which the key replays the outcome. Ambiguity is sticky where the steps
+  say so (`Upstream.keep`): once any attempt's outcome was unknown, no later failure of
+  any kind abandons the rows or frees the key; only evidence (a receipt, the provider's
+  answer) resolves them.
 """
 
 from __future__ import annotations
@@ -126,6 +129,10 @@ class Upstream(Generic[R]):
     perform: Callable[[str], object]  # the upstream call, outside any transaction
     record: Callable[[Transaction, str, object], R]  # the outcome, guarded
     abandon: Callable[[Transaction, str], None]  # undo the write-ahead rows
+    #: On every failure of `perform`, in the transaction that handles it, with whether
+    #: that failure's outcome is unknown: True keeps the write-ahead rows in flight.
+    #: Steps that may move value remember an ambiguity and keep the rows from then on.
+    keep: Callable[[Transaction, str, bool], bool] = lambda tx, ref, ambiguous: ambiguous
 
 
 def run_in_two_phases(
@@ -171,16 +178,12 @@ def finish(runtime: Runtime, org_id: str, ref: str, steps: Upstream[R]) -> R:
     storage = runtime.storage
     try:
         outcome = steps.perform(ref)
-    except UpstreamError as error:
-        if not error.ambiguous:
-            with storage.transaction() as tx:
-                steps.abandon(tx, ref)
-                _settle(runtime, tx, org_id, ref, None)
-        raise
-    except TreasuryError as error:  # refused upstream for a reason of the request's own
+    except TreasuryError as error:  # upstream, or refused for a reason of the request's own
+        ambiguous = isinstance(error, UpstreamError) and error.ambiguous
         with storage.transaction() as tx:
-            steps.abandon(tx, ref)
-            _settle(runtime, tx, org_id, ref, error if stored(error) else None)
+            if not steps.keep(tx, ref, ambiguous):  # definite, and never ambiguous before
+                steps.abandon(tx, ref)
+                _settle(runtime, tx, org_id, ref, error if stored(error) else None)
         raise
     with storage.transaction() as tx:
         result = steps.record(tx, ref, outcome)
@@ -215,8 +218,8 @@ _PURPOSE = "idempotency-outcome"
 
 def _secret(result: Resource) -> bool:
     """Whether a result holds something only ever stored encrypted (a webhook's secret,
-    a routing number): its type says so (`Resource.sealed_at_rest`)."""
-    return type(result).sealed_at_rest
+    a routing number, deposit instructions): it says so (`Resource.holds_secret`)."""
+    return result.holds_secret()
 
 
 def _kept(runtime: Runtime, body: str, sealed: bool) -> tuple[str | None, bytes | None]:

@@ -369,4 +369,28 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 ON idempotency_keys (org_id, resource) WHERE resource IS NOT NULL""",
         ],
     ),
+    (
+        10,
+        "pays exactly once: sticky ambiguity, reservations of unfinished transfers, nonce holes",
+        [
+            # 1 once any upstream step of the transfer had an unknown outcome: from then on
+            # it is resolved only by evidence (a receipt, the nonce passing, the provider)
+            "ALTER TABLE transfers ADD COLUMN ambiguous INTEGER NOT NULL DEFAULT 0",
+            # what the transfer holds of its source wallet until it is final: raw units of
+            # a token, and wei of gas at its signed fee (decimal text: they outgrow BIGINT)
+            "ALTER TABLE transfers ADD COLUMN reserve_token TEXT",
+            "ALTER TABLE transfers ADD COLUMN reserve_raw TEXT",
+            "ALTER TABLE transfers ADD COLUMN reserve_wei TEXT",
+            """CREATE INDEX transfers_wallet_open ON transfers (chain_id, wallet_address)
+                WHERE status IN ('pending', 'submitted')""",
+            "CREATE INDEX transfer_legs_sender ON transfer_legs (chain_id, sender, nonce)",
+            # a wallet's missing nonce, first seen at a pass: filled at a later one
+            """CREATE TABLE nonce_holes (
+                chain_id BIGINT NOT NULL,
+                sender TEXT NOT NULL,
+                nonce BIGINT NOT NULL,
+                seen_at TEXT NOT NULL,
+                PRIMARY KEY (chain_id, sender))""",
+        ],
+    ),
 ]

@@ -31,8 +31,25 @@ def _not_zero(value: str) -> str:
     return value
 
 
-Address = Annotated[str, StringConstraints(pattern=ADDRESS_PATTERN), AfterValidator(_lowercase)]
-"""`0x` + 40 hex characters, any case in, lowercase out."""
+def _checksummed(value: str) -> str:
+    """An address in mixed case must carry its EIP-55 checksum (a mistyped character
+    is then caught); all-lowercase and all-uppercase carry none."""
+    digits = value[2:]
+    if digits.lower() != digits and digits.upper() != digits:
+        from eth_utils.address import to_checksum_address  # only for mixed case
+
+        if to_checksum_address(value) != value:
+            raise ValueError("mixed-case address with an invalid EIP-55 checksum")
+    return value
+
+
+Address = Annotated[
+    str,
+    StringConstraints(pattern=ADDRESS_PATTERN),
+    AfterValidator(_checksummed),
+    AfterValidator(_lowercase),
+]
+"""`0x` + 40 hex characters (mixed case only with a valid EIP-55 checksum), lowercase out."""
 
 NonZeroAddress = Annotated[Address, AfterValidator(_not_zero)]
 
@@ -76,6 +93,10 @@ class Resource(BaseModel):
     #: Whether this resource holds something only ever stored encrypted (a secret shown
     #: once, a routing number): its idempotent replay is then kept encrypted too.
     sealed_at_rest: ClassVar[bool] = False
+
+    def holds_secret(self) -> bool:
+        """Whether this instance holds something only ever stored encrypted."""
+        return type(self).sealed_at_rest
 
     def to_json(self) -> dict[str, Any]:
         """The JSON-ready dict that the HTTP API returns."""

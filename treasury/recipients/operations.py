@@ -26,6 +26,7 @@ class Recipients(Group):
     ) -> Recipient:
         """Save an address with a label; an address already saved is a 409."""
         request = parse_input(CreateRecipient, body, fields)
+        self._scope.runtime.chains.check_destination(request.address, "address")
 
         def insert(tx: Transaction) -> Recipient:
             scope = self._scope
@@ -54,6 +55,8 @@ class Recipients(Group):
         number = parse_value(RowId, recipient_id, "path", "id")
         request = parse_input(UpdateRecipient, body, fields)
         runtime = self._scope.runtime
+        if request.address is not None:
+            runtime.chains.check_destination(request.address, "address")
         with runtime.storage.transaction() as tx:
             row = store.change(
                 tx, self._scope.org_id, number, request.address, request.label, runtime.now_text()

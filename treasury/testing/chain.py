@@ -207,6 +207,14 @@ class ChainSuite:
         assert chain.pending_nonce(funded.address) == before + 1
         assert chain.pending_nonce(Account.create().address) == 0
 
+    def test_mined_nonce_counts_mined_transactions(
+        self, chain: Chain, funded: LocalAccount
+    ) -> None:
+        send(chain, funded, Account.create().address, value=1, gas=21_000)
+        mined = chain.mined_nonce(funded.address)  # the suite's chains mine at once
+        assert mined == chain.pending_nonce(funded.address)
+        assert chain.mined_nonce(Account.create().address) == 0
+
     def test_replayed_transaction_is_refused(self, chain: Chain, funded: LocalAccount) -> None:
         tx = {
             "type": 2,

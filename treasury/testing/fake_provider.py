@@ -3,7 +3,8 @@ Bridge's REST API that `treasury.backends.fiat.http.HttpFiat` uses, with its sta
 
 ``Api-Key`` is checked (401); POSTs need an ``Idempotency-Key``, whose first success per
 endpoint is replayed for the same body; another body is ``not_truly_idempotent``, as
-Bridge documents (``strict_idempotency=False`` replays by the key alone). Each ``GET /transfers/{id}``
+Bridge documents (``strict_idempotency=False`` replays by the key alone). ``DELETE /transfers/{id}`` cancels one
+that awaits funds. Each ``GET /transfers/{id}``
 moves an open transfer one state like the sandbox, calling ``payout(chain_id, to_address,
 amount) -> tx_hash`` at an on-ramp's ``payment_submitted`` and ``deposit_arrived(chain_id,
 address, amount)`` while an off-ramp awaits funds. Failures apply to the next `times` requests
@@ -179,7 +180,7 @@ class FakeProvider(ThreadingHTTPServer):
             if found is None or verb != method:
                 continue
             with self._lock:
-                if method == "GET":
+                if method in ("GET", "DELETE"):
                     return 200, handler(self, None, *found.groups())
                 if not key:
                     raise _Refused(400, "missing_idempotency_key", "Idempotency-Key is required")
@@ -261,6 +262,14 @@ class FakeProvider(ThreadingHTTPServer):
         self._step(transfer)
         return dict(json.loads(json.dumps(transfer)))  # a copy
 
+    def _cancel_transfer(self, _: None, transfer_id: str) -> dict[str, Any]:
+        """Cancel a transfer that awaits funds; any other is answered as it is."""
+        if (transfer := self.transfers.get(transfer_id)) is None:
+            raise _Refused(404, "not_found", "Transfer not found")
+        if transfer["state"] == "awaiting_funds":
+            transfer["state"], transfer["updated_at"] = "canceled", _now()
+        return dict(json.loads(json.dumps(transfer)))
+
     def _step(self, transfer: dict[str, Any]) -> None:
         """Move an open transfer one state forward (an off-ramp only once paid)."""
         state, source, destination = transfer["state"], transfer["source"], transfer["destination"]
@@ -324,6 +333,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., dict[str, Any]]]] = [
     ("POST", re.compile(_C + "/virtual_accounts"), FakeProvider._create_virtual_account),
     ("POST", re.compile(r"/transfers"), FakeProvider._create_transfer),
     ("GET", re.compile(r"/transfers/([^/]+)"), FakeProvider._get_transfer),
+    ("DELETE", re.compile(r"/transfers/([^/]+)"), FakeProvider._cancel_transfer),
 ]
 
 

@@ -25,7 +25,7 @@ from ..money import to_raw
 from ..wallets import store as wallets
 from . import store
 from .models import DepositInstructions, Transfer, TransferSide
-from .onchain import APPROVE_GAS, track_legs
+from .onchain import APPROVE_GAS, Replaced, evidence, track_legs
 
 #: The provider's transfer states, as our statuses (DESIGN §3).
 STATUS_OF_STATE = {
@@ -89,12 +89,12 @@ def onramp_steps(runtime: Runtime) -> Upstream[Transfer]:
                 runtime.now_text(),
                 stage="recorded",
                 provider_transfer_id=answer.id,
-                deposit_instructions=_instructions(row, answer),
+                deposit_instructions=_instructions(runtime, row, answer),
             )
             apply(tx, runtime, store.get(tx, transfer_id) or row, answer)
-        return store.shown(store.get(tx, transfer_id) or row)
+        return store.shown(store.get(tx, transfer_id) or row, runtime.secrets)
 
-    return Upstream(perform=perform, record=record, abandon=store.remove)
+    return Upstream(perform=perform, record=record, abandon=store.remove, keep=store.keep)
 
 
 def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
@@ -115,21 +115,25 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
                 row = store.get(tx, transfer_id) or row
         if row["deposit_address"] is None:  # nowhere to send the USDC: it cannot proceed
             raise UpstreamError("the fiat provider gave no deposit address for the off-ramp")
-        _send_usdc(runtime, row)
-        return None
+        return _send_usdc(runtime, row)
 
-    def record(tx: Transaction, transfer_id: str, _: object) -> Transfer:
+    def record(tx: Transaction, transfer_id: str, outcome: object) -> Transfer:
         row = store.get(tx, transfer_id)
         if row is None:
             raise UpstreamError("the transfer was abandoned meanwhile")
         if row["stage"] == "claimed":
             now, legs = runtime.now_text(), store.legs(tx, transfer_id)
             store.mark_sent(tx, transfer_id)
-            track_legs(tx, row, legs, now)
-            store.update(
-                tx, transfer_id, now, stage="recorded", transaction_hash=legs[-1].signed.hash
-            )
-        return store.shown(store.get(tx, transfer_id) or row)
+            if isinstance(outcome, Replaced):  # the job cancels its provider transfer
+                store.move(
+                    tx, transfer_id, "failed", now, stage="recorded", failure=outcome.message
+                )
+            else:
+                track_legs(tx, row, legs, now)
+                store.update(
+                    tx, transfer_id, now, stage="recorded", transaction_hash=legs[-1].signed.hash
+                )
+        return store.shown(store.get(tx, transfer_id) or row, runtime.secrets)
 
     def abandon(tx: Transaction, transfer_id: str) -> None:
         row = store.get(tx, transfer_id)
@@ -140,18 +144,25 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
         else:
             store.remove(tx, transfer_id)
 
-    return Upstream(perform=perform, record=record, abandon=abandon)
+    return Upstream(perform=perform, record=record, abandon=abandon, keep=store.keep)
 
 
-def _send_usdc(runtime: Runtime, row: Row) -> None:
-    """Sign (once) and broadcast the wallet's USDC to the provider's deposit address."""
+def _send_usdc(runtime: Runtime, row: Row) -> Replaced | None:
+    """Sign (once) and broadcast the wallet's USDC to the provider's deposit address;
+    after an ambiguous attempt, the chain's evidence first (`Replaced` if it never can
+    be mined)."""
     chain_id, wallet = int(row["chain_id"]), str(row["wallet_address"])
     chain = runtime.chains.get(chain_id)
     with runtime.signer.holding(chain_id, wallet):
         with runtime.storage.read() as tx:
             legs = store.legs(tx, row["id"])
             found = wallets.by_address(tx, row["org_id"], wallet)
-            floor = store.next_unsent_nonce(tx, chain_id, wallet)
+            floor = store.next_free_nonce(tx, chain_id, wallet)
+            doubted = bool((store.get(tx, row["id"]) or row)["ambiguous"])
+        if legs and doubted:
+            seen = evidence(chain, wallet, legs[-1])
+            if seen is not None:
+                return Replaced() if seen == "replaced" else None
         if not legs:
             if found is None or found["custody_ref"] is None:
                 raise UpstreamError("the off-ramp's wallet can no longer sign")
@@ -170,13 +181,15 @@ def _send_usdc(runtime: Runtime, row: Row) -> None:
                 store.add_legs(tx, row["id"], chain_id, wallet, legs)
                 legs = store.legs(tx, row["id"])
         broadcast(chain, [leg.signed for leg in legs])
+    return None
 
 
-def _instructions(row: Row, answer: ProviderTransfer) -> str | None:
+def _instructions(runtime: Runtime, row: Row, answer: ProviderTransfer) -> str | None:
+    """The on-ramp's deposit instructions as stored: sealed (they hold account numbers)."""
     deposit = answer.bank_deposit
     if deposit is None:
         return None
-    return DepositInstructions(
+    instructions = DepositInstructions(
         amount=row["amount"],
         bank_name=deposit.bank_name,
         bank_address=deposit.bank_address,
@@ -185,7 +198,8 @@ def _instructions(row: Row, answer: ProviderTransfer) -> str | None:
         beneficiary_name=deposit.beneficiary_name,
         beneficiary_address=deposit.beneficiary_address,
         message=deposit.message,
-    ).model_dump_json()
+    )
+    return runtime.secrets.seal(store.INSTRUCTIONS, instructions.model_dump_json())
 
 
 def apply(tx: Transaction, runtime: Runtime, row: Row, answer: ProviderTransfer) -> str | None:

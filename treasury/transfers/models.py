@@ -155,8 +155,8 @@ class DepositInstructions(Resource):
 
 
 class Transfer(Timestamped):
-    """SPEC's seven fields, plus `client_reference_id` and, on on-ramps,
-    `deposit_instructions` (null elsewhere)."""
+    """SPEC's seven fields, plus `client_reference_id`, on on-ramps
+    `deposit_instructions` (null elsewhere), and `failure_reason` (null unless failed)."""
 
     id: str
     from_: TransferSide = Field(alias="from")
@@ -165,3 +165,8 @@ class Transfer(Timestamped):
     transaction_hash: str | None
     client_reference_id: str | None = None
     deposit_instructions: DepositInstructions | None = None
+    failure_reason: str | None = None
+
+    def holds_secret(self) -> bool:
+        """Deposit instructions hold the provider's account number: sealed at rest."""
+        return self.deposit_instructions is not None

@@ -22,7 +22,7 @@ from ..errors import UpstreamError, ValidationError
 from ..evm.abi import ALLOWANCE, APPROVE, BALANCE_OF, GET_ETH_BALANCE, SWAP
 from ..evm.multicall import multicall
 from ..evm.signing import broadcast
-from ..money import to_raw
+from ..money import from_raw, to_raw
 from ..transactions import store as tracked
 from ..transactions.models import RecordTransaction
 from ..wallets import store as wallets
@@ -49,38 +49,111 @@ class Swap:
     swap_kind: str = "deposit"  # the transaction type of the swap leg
 
 
-def sign_legs(runtime: Runtime, chain: Chain, swap: Swap) -> list[store.Leg]:
-    """Check balances and allowance, then sign the legs (call under the wallet's lock)."""
+@dataclass(frozen=True)
+class Reserve:
+    """What a transfer will hold of its source wallet until it is final (`raw` units of
+    `token`, `wei` of gas at its signed fee), and what the chain showed the wallet
+    holding: `balance` and `eth`, read after `mined` of its transactions were mined.
+    `check` compares them with what the wallet's unfinished transfers already hold."""
+
+    chain_id: int
+    wallet: str
+    token: str
+    raw: int
+    wei: int
+    balance: int
+    eth: int
+    mined: int
+
+    def check(self, tx: Transaction, chain: Chain) -> None:
+        """400 unless the available balance covers the amount and the gas (call under
+        the wallet's lock across processes, in the transaction that stores the claim)."""
+        held_raw, held_wei = store.reserved(tx, self.chain_id, self.wallet, self.token, self.mined)
+        symbol, decimals = units(chain, self.token)
+        available = max(self.balance - held_raw, 0)
+        if available < self.raw:
+            raise ValidationError.field(
+                "body", "amount",
+                f"insufficient balance: available {from_raw(available, decimals)} {symbol},"
+                f" requested {from_raw(self.raw, decimals)}",
+            )  # fmt: skip
+        gas = max(self.eth - held_wei, 0)
+        if gas < self.wei:
+            raise ValidationError.field(
+                "body", "source",
+                f"not enough ETH for gas: available {from_raw(gas, 18)} ETH,"
+                f" needed {from_raw(self.wei, 18)}",
+            )  # fmt: skip
+
+    def columns(self) -> dict[str, str]:
+        """The transfer's reservation columns."""
+        return {
+            "reserve_token": self.token,
+            "reserve_raw": str(self.raw),
+            "reserve_wei": str(self.wei),
+        }
+
+
+def units(chain: Chain, token: str) -> tuple[str, int]:
+    """A token of the chain's configuration by symbol, and its decimals."""
+    for symbol in ("USDC", "USDT", "c0"):
+        if chain.addresses.get(symbol) == token:
+            return symbol, 18 if symbol == "c0" else 6
+    return token, 0
+
+
+@dataclass(frozen=True)
+class Holdings:
+    """A wallet as the chain shows it: its mined nonce, read first, then its balance of
+    one token, that token's allowance to the swap facility and its ETH."""
+
+    mined: int
+    balance: int
+    allowance: int
+    eth: int
+
+
+def holdings(chain: Chain, wallet: str, token: str) -> Holdings:
+    """Read the mined nonce before the balances: a leg mined between the two reads is
+    then held twice (refused now, accepted a moment later), never counted as spent."""
+    mined = chain.mined_nonce(wallet)
     facility = chain.addresses["swap_facility"]
     balance, allowance, eth = multicall(
         chain,
         [
-            (swap.token_in, BALANCE_OF, (swap.wallet,)),
-            (swap.token_in, ALLOWANCE, (swap.wallet, facility)),
-            (chain.addresses["multicall"], GET_ETH_BALANCE, (swap.wallet,)),
+            (token, BALANCE_OF, (wallet,)),
+            (token, ALLOWANCE, (wallet, facility)),
+            (chain.addresses["multicall"], GET_ETH_BALANCE, (wallet,)),
         ],
     )
     if balance is None or allowance is None or eth is None:
-        raise UpstreamError(f"token {swap.token_in} did not answer balance and allowance")
-    if int(str(balance[0])) < swap.raw:
-        raise ValidationError.field(
-            "body", "amount", f"insufficient balance: the wallet holds {balance[0]} raw units"
-        )
-    current = int(str(allowance[0]))
+        raise UpstreamError(f"token {token} did not answer balance and allowance")
+    return Holdings(mined, int(str(balance[0])), int(str(allowance[0])), int(str(eth[0])))
+
+
+def gas_price(fees: dict[str, int]) -> int:
+    return fees.get("maxFeePerGas", fees.get("gasPrice", 0))
+
+
+def sign_legs(runtime: Runtime, chain: Chain, swap: Swap) -> tuple[list[store.Leg], Reserve]:
+    """Sign the legs (call under the wallet's lock) and what they will hold: the
+    claim checks it against the wallet's other unfinished transfers."""
+    facility = chain.addresses["swap_facility"]
+    held = holdings(chain, swap.wallet, swap.token_in)
     with runtime.storage.read() as tx:
-        floor = store.next_unsent_nonce(tx, swap.chain_id, swap.wallet)
+        floor = store.next_free_nonce(tx, swap.chain_id, swap.wallet)
         spoken_for = store.unconfirmed_swaps(
             tx, swap.chain_id, swap.wallet, swap.token_in, facility
         )
     planned: list[tuple[str, str, int, bytes, int]] = []  # kind, to, amount, data, gas
-    if current - spoken_for < swap.raw:  # an earlier swap may not have spent its approval yet
-        if swap.usdt and current > 0:
+    if held.allowance - spoken_for < swap.raw:  # an earlier swap may not have spent it yet
+        if swap.usdt and held.allowance > 0:
             planned.append(("approval", swap.token_in, 0, APPROVE.encode(facility, 0), APPROVE_GAS))
         data = APPROVE.encode(facility, swap.raw)
         planned.append(("approval", swap.token_in, swap.raw, data, APPROVE_GAS))
     data = SWAP.encode(swap.token_in, swap.token_out, swap.raw, swap.recipient)
     planned.append((swap.swap_kind, facility, swap.raw, data, SWAP_GAS))
-    fees = check_gas(chain, int(str(eth[0])), sum(gas for *_, gas in planned))
+    fees = chain.fee_fields()
     nonce = max(chain.pending_nonce(swap.wallet), floor)
     legs = []
     for i, (kind, to, amount, data, gas) in enumerate(planned):
@@ -89,39 +162,24 @@ def sign_legs(runtime: Runtime, chain: Chain, swap: Swap) -> list[store.Leg]:
             fees=fees,
         )  # fmt: skip
         legs.append(store.Leg(kind, to, swap.token_in, amount, signed))
-    return legs
+    wei = gas_price(fees) * sum(gas for *_, gas in planned)
+    reserve = Reserve(
+        swap.chain_id, swap.wallet, swap.token_in, swap.raw, wei, held.balance, held.eth,
+        held.mined,
+    )  # fmt: skip
+    return legs, reserve
+
+
+def send_reserve(chain: Chain, wallet: str, token: str, raw: int) -> Reserve:
+    """What a plain token send (an off-ramp's) will hold of `wallet`, at today's fee."""
+    held = holdings(chain, wallet, token)
+    wei = gas_price(chain.fee_fields()) * APPROVE_GAS
+    return Reserve(chain.chain_id, wallet, token, raw, wei, held.balance, held.eth, held.mined)
 
 
 def raw_amount(amount: str, currency: str) -> int:
     """Raw units of a transfer amount (at most 6 places): USDC 6 decimals, c0 18."""
     return to_raw(amount, 18 if currency == "c0" else 6)
-
-
-def check_usdc(chain: Chain, wallet: str, amount: str) -> None:
-    """400 unless `wallet` holds `amount` USDC and the ETH to pay for sending it."""
-    balance, eth = multicall(
-        chain,
-        [
-            (chain.addresses["USDC"], BALANCE_OF, (wallet,)),
-            (chain.addresses["multicall"], GET_ETH_BALANCE, (wallet,)),
-        ],
-    )
-    if balance is None or eth is None:
-        raise UpstreamError("USDC did not answer the wallet's balance")
-    if int(str(balance[0])) < raw_amount(amount, "usdc"):
-        raise ValidationError.field(
-            "body", "amount", f"insufficient balance: the wallet holds {balance[0]} raw units"
-        )
-    check_gas(chain, int(str(eth[0])), APPROVE_GAS)
-
-
-def check_gas(chain: Chain, eth: int, gas: int) -> dict[str, int]:
-    """The fee fields to sign with; 400 unless `eth` pays for `gas` at their price."""
-    fees = chain.fee_fields()
-    price = fees.get("maxFeePerGas", fees.get("gasPrice", 0))
-    if eth < price * gas:
-        raise ValidationError.field("body", "source", "the wallet has not enough ETH for gas")
-    return fees
 
 
 @dataclass(frozen=True)
@@ -133,8 +191,27 @@ class Refused:
     message: str
 
 
+@dataclass(frozen=True)
+class Replaced:
+    """The wallet's mined nonce passed the transfer's moving leg with no receipt of its
+    hash: it was never mined and never will be."""
+
+    message: str = "replaced: another transaction took the leg's nonce"
+
+
+def evidence(chain: Chain, sender: str, leg: store.Leg) -> str | None:
+    """What the chain proves of a leg whose sending was ambiguous: ``"mined"`` (its
+    receipt), ``"replaced"`` (its nonce passed without it), or None (not yet known).
+    The nonce is read first: a receipt that appears meanwhile is still seen."""
+    mined = chain.mined_nonce(sender)
+    if chain.receipts([leg.signed.hash])[0] is not None:
+        return "mined"
+    return "replaced" if mined > leg.signed.nonce else None
+
+
 def steps(runtime: Runtime) -> Upstream[Transfer]:
-    """Perform (broadcast the stored legs), record (submitted, legs tracked), abandon."""
+    """Perform (broadcast the stored legs), record (submitted, legs tracked), abandon;
+    keep: once a broadcast was ambiguous, only the chain's evidence settles it."""
 
     def perform(transfer_id: str) -> object:
         with runtime.storage.read() as tx:
@@ -143,13 +220,18 @@ def steps(runtime: Runtime) -> Upstream[Transfer]:
         if row is None or row["stage"] != "claimed":
             return None  # finished meanwhile by another finisher
         chain = runtime.chains.get(row["chain_id"])
+        doubted = bool(row["ambiguous"])
         with runtime.signer.holding(row["chain_id"], row["wallet_address"]):
+            if doubted:
+                found = evidence(chain, row["wallet_address"], legs[-1])
+                if found is not None:
+                    return Replaced() if found == "replaced" else None
             for position, leg in enumerate(legs):
                 try:
                     broadcast(chain, [leg.signed])
                 except UpstreamError as error:
-                    if error.ambiguous or position == 0:
-                        raise  # nothing moved (abandon), or the job will find out
+                    if error.ambiguous or position == 0 or doubted:
+                        raise  # nothing moved (abandon), or only evidence can tell
                     return Refused(position, error.message)  # earlier legs went out
         return None
 
@@ -161,22 +243,26 @@ def steps(runtime: Runtime) -> Upstream[Transfer]:
             now = runtime.now_text()
             legs = store.legs(tx, transfer_id)
             store.mark_sent(tx, transfer_id)
-            refused = failure if isinstance(failure, Refused) else None
-            track_legs(tx, row, legs if refused is None else legs[: refused.position], now)
-            if refused is None:
+            if isinstance(failure, Replaced):
+                store.move(
+                    tx, transfer_id, "failed", now, stage="recorded", failure=failure.message
+                )
+            elif isinstance(failure, Refused):
+                track_legs(tx, row, legs[: failure.position], now)
+                store.move(
+                    tx, transfer_id, "failed", now, stage="recorded", failure=failure.message
+                )
+            else:
+                track_legs(tx, row, legs, now)
                 swap_hash = legs[-1].signed.hash
                 store.move(
                     tx, transfer_id, "submitted", now, stage="recorded", transaction_hash=swap_hash
                 )
-            else:
-                store.move(
-                    tx, transfer_id, "failed", now, stage="recorded", failure=refused.message
-                )
             row = store.get(tx, transfer_id)
             assert row is not None
-        return store.shown(row)
+        return store.shown(row, runtime.secrets)
 
-    return Upstream(perform=perform, record=record, abandon=store.remove)
+    return Upstream(perform=perform, record=record, abandon=store.remove, keep=store.keep)
 
 
 def track_legs(tx: Transaction, row: dict[str, object], legs: list[store.Leg], now: str) -> None:

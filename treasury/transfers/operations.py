@@ -100,7 +100,8 @@ class Transfers(Group):
             rows, following = page_of(
                 self._cursors(), org_id, query, lambda after, n: store.page(tx, org_id, after, n)
             )
-        return Page[Transfer](data=[store.shown(row) for row in rows], next_cursor=following)
+        box = self._scope.runtime.secrets
+        return Page[Transfer](data=[store.shown(row, box) for row in rows], next_cursor=following)
 
     def get(self, transfer_id: str) -> Transfer:
         """One transfer of the organization by its id."""
@@ -109,7 +110,7 @@ class Transfers(Group):
             row = store.get(tx, transfer_id, self._scope.org_id)
         if row is None:
             raise NotFound("Transfer not found")
-        return store.shown(row)
+        return store.shown(row, self._scope.runtime.secrets)
 
     # -- what each pairing checks and claims ----------------------------------------------
 
@@ -129,30 +130,37 @@ class Transfers(Group):
             recipient=str(request.destination.to_address),
             swap_kind="deposit" if deposit else "withdrawal",
         )
-        legs = onchain.sign_legs(runtime, chain, swap)
+        runtime.chains.check_destination(swap.recipient, "destination.to_address", [chain_id])
+        legs, reserve = onchain.sign_legs(runtime, chain, swap)
         sides = {
             "source": onchain_side(swap.wallet, chain_id, request.source.currency, request.amount),
             "destination": onchain_side(
                 swap.recipient, chain_id, request.destination.currency, request.amount
             ),
         }
-        return self._claim(request, pairing, chain_id, swap.wallet, None, sides, legs)
+        return self._claim(request, pairing, chain_id, swap.wallet, None, sides, legs, reserve)
 
     def _offramp(self, request: CreateTransfer, pairing: Pairing, chain_id: int) -> _Claim:
         runtime = self._scope.runtime
         chain = runtime.chains.get(chain_id)
         wallet = self._managed_wallet(str(request.source.from_address))
         bank = self._bank_account("destination", str(request.destination.external_account_id))
-        onchain.check_usdc(chain, wallet["address"], request.amount)
+        raw = onchain.raw_amount(request.amount, "usdc")
+        reserve = onchain.send_reserve(chain, wallet["address"], chain.addresses["USDC"], raw)
         sides = {
             "source": onchain_side(wallet["address"], chain_id, "usdc", request.amount),
             "destination": _bank_side(bank, "usd", _less_fee(request)),
         }
-        return self._claim(request, pairing, chain_id, wallet["address"], bank, sides)
+        return self._claim(
+            request, pairing, chain_id, wallet["address"], bank, sides, reserve=reserve
+        )
 
     def _onramp(self, request: CreateTransfer, chain_id: int) -> _Claim:
         bank = self._bank_account("source", str(request.source.external_account_id))
         to_address = str(request.destination.to_address)
+        self._scope.runtime.chains.check_destination(
+            to_address, "destination.to_address", [chain_id]
+        )
         sides = {
             "source": _bank_side(bank, "usd", request.amount),
             "destination": onchain_side(to_address, chain_id, "usdc", _less_fee(request)),
@@ -168,6 +176,7 @@ class Transfers(Group):
         bank: Row | None,
         sides: dict[str, str],
         legs: Sequence[store.Leg] | None = None,
+        reserve: onchain.Reserve | None = None,
     ) -> _Claim:
         return claim(
             self._scope.runtime,
@@ -181,6 +190,7 @@ class Transfers(Group):
             bank_account_id=None if bank is None else bank["external_id"],
             sides=sides,
             legs=legs,
+            reserve=reserve,
         )
 
     def _managed_wallet(self, address: str) -> Row:
@@ -221,12 +231,18 @@ def claim(
     bank_account_id: str | None,
     sides: dict[str, str],
     legs: Sequence[store.Leg] | None = None,
+    reserve: onchain.Reserve | None = None,
 ) -> _Claim:
     """The claim of a new transfer: its row (and its signed legs, written ahead), pending
-    and ``claimed`` under a lease that a finishing job honours."""
+    and ``claimed`` under a lease that a finishing job honours. What it takes from its
+    wallet (`reserve`) is checked against the available balance under the wallet's lock
+    across processes, so concurrent requests cannot together spend more than it holds."""
     transfer_id, now = str(uuid.uuid4()), runtime.now()
 
     def write(tx: Transaction) -> str:
+        if reserve is not None:
+            tx.lock(f"nonces:{chain_id}:{reserve.wallet}")
+            reserve.check(tx, runtime.chains.get(chain_id))
         store.insert(
             tx,
             {
@@ -236,6 +252,7 @@ def claim(
                 "wallet_address": wallet, "bank_account_id": bank_account_id,
                 "lease_until": to_text(now + LEASE), "created_at": to_text(now),
                 "updated_at": to_text(now), **sides,
+                **(reserve.columns() if reserve is not None else {}),
             },
         )  # fmt: skip
         if legs:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._infra.crypto import SecretBox
 from .._infra.sql import keyset_page
 from ..backends.storage.base import Row, Transaction
 from ..errors import UpstreamError
@@ -22,14 +23,19 @@ COLUMNS = (
     "id, org_id, pairing, status, stage, amount, developer_fee, client_reference_id,"
     " source, destination, chain_id, wallet_address, bank_account_id, transaction_hash,"
     " provider_transfer_id, provider_state, deposit_instructions, deposit_address, failure,"
-    " lease_until, created_at, updated_at"
+    " lease_until, created_at, updated_at, ambiguous, reserve_token, reserve_raw, reserve_wei"
 )
+#: The purpose under which deposit instructions (account and routing numbers) are sealed.
+INSTRUCTIONS = "deposit-instructions"
 _UPDATABLE = frozenset(
     {
         "stage", "destination", "transaction_hash", "provider_transfer_id", "provider_state",
-        "deposit_instructions", "deposit_address", "failure", "lease_until",
+        "deposit_instructions", "deposit_address", "failure", "lease_until", "ambiguous",
     }
 )  # fmt: skip
+
+#: The statuses of a transfer that has not ended, as SQL.
+_OPEN = "('pending', 'submitted')"
 
 #: The state table: the statuses a transfer may move to, from each status.
 NEXT: dict[str, frozenset[str]] = {
@@ -40,8 +46,8 @@ NEXT: dict[str, frozenset[str]] = {
 }
 
 
-def shown(row: Row) -> Transfer:
-    """The API's Transfer from a row of `COLUMNS`."""
+def shown(row: Row, box: SecretBox) -> Transfer:
+    """The API's Transfer from a row of `COLUMNS` (`box` opens the deposit instructions)."""
     instructions = row["deposit_instructions"]
     return Transfer.model_validate(
         {
@@ -54,8 +60,9 @@ def shown(row: Row) -> Transfer:
             "deposit_instructions": (
                 None
                 if instructions is None
-                else DepositInstructions.model_validate_json(instructions)
+                else DepositInstructions.model_validate_json(box.unseal(INSTRUCTIONS, instructions))
             ),
+            "failure_reason": row["failure"] if row["status"] == "failed" else None,
             "created_at": row["created_at"],
             "updated_at": row["updated_at"],
         }
@@ -75,13 +82,12 @@ def insert(tx: Transaction, values: dict[str, Any]) -> None:
 
 
 def get(tx: Transaction, transfer_id: str, org_id: str | None = None) -> Row | None:
-    """A transfer by id; within an organization when `org_id` is given, and then only
-    once recorded (a claim in flight is not shown: it may still be abandoned)."""
+    """A transfer by id, within an organization when `org_id` is given. A claim whose
+    request is still in flight is shown too (``pending``)."""
     if org_id is None:
         return tx.one(f"SELECT {COLUMNS} FROM transfers WHERE id = ?", (transfer_id,))
     return tx.one(
-        f"SELECT {COLUMNS} FROM transfers WHERE id = ? AND org_id = ? AND stage = 'recorded'",
-        (transfer_id, org_id),
+        f"SELECT {COLUMNS} FROM transfers WHERE id = ? AND org_id = ?", (transfer_id, org_id)
     )
 
 
@@ -89,8 +95,8 @@ def page(
     tx: Transaction, org_id: str, after: tuple[Any, Any] | None, limit: int
 ) -> tuple[list[Row], tuple[Any, Any] | None]:
     """Newest first by (created_at, id), a seek on the feed index whatever the depth;
-    recorded transfers only."""
-    select = f"SELECT {COLUMNS} FROM transfers WHERE org_id = ? AND stage = 'recorded'"
+    claims in flight included."""
+    select = f"SELECT {COLUMNS} FROM transfers WHERE org_id = ?"
     return keyset_page(tx, select, (org_id,), after, limit)
 
 
@@ -128,6 +134,16 @@ def remove(tx: Transaction, transfer_id: str) -> None:
     tx.execute("DELETE FROM transfers WHERE id = ? AND stage = 'claimed'", (transfer_id,))
 
 
+def keep(tx: Transaction, transfer_id: str, ambiguous: bool) -> bool:
+    """Ambiguity is sticky: after a failure whose outcome is unknown, remember it; True
+    (keep the claim in flight) when this failure or an earlier one was ambiguous."""
+    if ambiguous:
+        tx.execute("UPDATE transfers SET ambiguous = 1 WHERE id = ?", (transfer_id,))
+        return True
+    row = tx.one("SELECT ambiguous FROM transfers WHERE id = ?", (transfer_id,))
+    return row is not None and bool(row["ambiguous"])
+
+
 def _check(fields: dict[str, Any]) -> None:
     unknown = set(fields) - _UPDATABLE
     if unknown:
@@ -154,6 +170,36 @@ def open_onchain(tx: Transaction, limit: int) -> list[Row]:
         " AND pairing IN ('deposit', 'withdraw', 'sweep') ORDER BY updated_at LIMIT ?",
         (limit,),
     )
+
+
+def offramps_sending(tx: Transaction, limit: int) -> list[Row]:
+    """Off-ramps whose USDC send went out while the provider still awaits it."""
+    return tx.query(
+        f"SELECT {COLUMNS} FROM transfers WHERE status = 'pending' AND pairing = 'offramp'"
+        " AND stage = 'recorded' AND transaction_hash IS NOT NULL"
+        " AND provider_state = 'awaiting_funds' ORDER BY updated_at LIMIT ?",
+        (limit,),
+    )
+
+
+def failed_offramps_awaiting_funds(tx: Transaction, limit: int) -> list[Row]:
+    """Failed off-ramps whose provider transfer still awaits USDC that will never come."""
+    return tx.query(
+        f"SELECT {COLUMNS} FROM transfers WHERE status = 'failed' AND pairing = 'offramp'"
+        " AND provider_transfer_id IS NOT NULL AND provider_state = 'awaiting_funds'"
+        " ORDER BY updated_at LIMIT ?",
+        (limit,),
+    )
+
+
+def custody_ref(tx: Transaction, address: str) -> str | None:
+    """The custody key of a managed or virtual wallet, by its address."""
+    row = tx.one(
+        "SELECT custody_ref FROM wallets WHERE address = ? AND custody_ref IS NOT NULL"
+        " UNION SELECT custody_ref FROM virtual_wallets WHERE address = ? LIMIT 1",
+        (address, address),
+    )
+    return None if row is None else str(row["custody_ref"])
 
 
 # -- signed legs ---------------------------------------------------------------------------
@@ -242,16 +288,105 @@ def mark_sent(tx: Transaction, transfer_id: str) -> None:
     tx.execute("UPDATE transfer_legs SET sent = 1 WHERE transfer_id = ?", (transfer_id,))
 
 
-def next_unsent_nonce(tx: Transaction, chain_id: int, sender: str) -> int:
-    """The nonce after every stored leg of `sender` that a claimed transfer may still
-    broadcast (0 if none): a new signature must not reuse one of those nonces."""
+def next_free_nonce(tx: Transaction, chain_id: int, sender: str) -> int:
+    """The nonce after every stored leg of `sender` whose transfer has not ended (0 if
+    none): a new signature goes above them, whether they are sent, waiting behind a
+    hole, or about to be sent by their request."""
     row = tx.one(
         "SELECT MAX(l.nonce) AS highest FROM transfer_legs l JOIN transfers t"
-        " ON t.id = l.transfer_id WHERE l.chain_id = ? AND l.sender = ? AND l.sent = 0"
-        " AND t.stage = 'claimed'",
+        " ON t.id = l.transfer_id WHERE l.chain_id = ? AND l.sender = ?"
+        f" AND t.status IN {_OPEN}",
         (chain_id, sender),
     )
     return 0 if row is None or row["highest"] is None else int(row["highest"]) + 1
+
+
+def reserved(
+    tx: Transaction, chain_id: int, sender: str, token: str, mined: int
+) -> tuple[int, int]:
+    """What the unfinished transfers of `sender` hold that a balance read when `mined` of
+    its transactions were mined does not yet show: raw units of `token`, and wei of gas.
+    A transfer's hold ends with its moving leg (the swap or the send) mined (its nonce
+    below `mined`), as the balance then shows its effect; before it is signed, it holds."""
+    rows = tx.query(
+        "SELECT t.reserve_token, t.reserve_raw, t.reserve_wei, (SELECT MAX(l.nonce)"
+        " FROM transfer_legs l WHERE l.transfer_id = t.id AND l.kind <> 'approval') AS moving"
+        f" FROM transfers t WHERE t.chain_id = ? AND t.wallet_address = ? AND t.status IN {_OPEN}"
+        " AND t.reserve_raw IS NOT NULL",
+        (chain_id, sender),
+    )
+    raw = wei = 0
+    for row in rows:
+        if row["moving"] is not None and int(row["moving"]) < mined:
+            continue
+        wei += int(row["reserve_wei"])
+        if row["reserve_token"] == token:
+            raw += int(row["reserve_raw"])
+    return raw, wei
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A stored leg of an unfinished transfer, with what its transfer's state says of it."""
+
+    transfer_id: str
+    nonce: int
+    signed: Signed
+    sent: bool
+    claimed: bool  # its transfer's request (or a job) may still be sending it
+    lease_until: str | None
+
+
+def senders_waiting(tx: Transaction, limit: int) -> list[Row]:
+    """(chain_id, sender) of wallets with stored legs of unfinished transfers."""
+    return tx.query(
+        "SELECT DISTINCT l.chain_id, l.sender FROM transfer_legs l JOIN transfers t"
+        f" ON t.id = l.transfer_id WHERE t.status IN {_OPEN} ORDER BY l.chain_id, l.sender"
+        " LIMIT ?",
+        (limit,),
+    )
+
+
+def waiting(tx: Transaction, chain_id: int, sender: str, mined: int) -> list[Waiting]:
+    """The stored legs of `sender`'s unfinished transfers at or above nonce `mined`."""
+    rows = tx.query(
+        "SELECT l.transfer_id, l.nonce, l.hash, l.raw, l.sent, t.stage, t.lease_until"
+        " FROM transfer_legs l JOIN transfers t ON t.id = l.transfer_id"
+        f" WHERE l.chain_id = ? AND l.sender = ? AND l.nonce >= ? AND t.status IN {_OPEN}"
+        " ORDER BY l.nonce",
+        (chain_id, sender, mined),
+    )
+    return [
+        Waiting(
+            transfer_id=r["transfer_id"],
+            nonce=int(r["nonce"]),
+            signed=Signed(raw=bytes(r["raw"]), hash=r["hash"], nonce=int(r["nonce"])),
+            sent=bool(r["sent"]),
+            claimed=r["stage"] == "claimed",
+            lease_until=r["lease_until"],
+        )
+        for r in rows
+    ]
+
+
+def hole_seen(tx: Transaction, chain_id: int, sender: str, nonce: int, now: str) -> bool:
+    """Note a missing nonce of `sender`; True when it was already seen at an earlier pass."""
+    row = tx.one(
+        "SELECT nonce FROM nonce_holes WHERE chain_id = ? AND sender = ?",
+        (chain_id, sender),
+    )
+    if row is not None and int(row["nonce"]) == nonce:  # the job looks once a pass
+        return True
+    tx.execute("DELETE FROM nonce_holes WHERE chain_id = ? AND sender = ?", (chain_id, sender))
+    tx.execute(
+        "INSERT INTO nonce_holes (chain_id, sender, nonce, seen_at) VALUES (?, ?, ?, ?)",
+        (chain_id, sender, nonce, now),
+    )
+    return False
+
+
+def hole_closed(tx: Transaction, chain_id: int, sender: str) -> None:
+    tx.execute("DELETE FROM nonce_holes WHERE chain_id = ? AND sender = ?", (chain_id, sender))
 
 
 def unconfirmed_swaps(tx: Transaction, chain_id: int, sender: str, token: str, to: str) -> int:

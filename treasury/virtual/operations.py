@@ -17,6 +17,8 @@ from .models import VirtualAccount, VirtualWallet
 #: How long a read of the provider wallet's USDB balance is reused.
 BALANCE_TTL = timedelta(seconds=10)
 LABEL = "Virtual account"
+#: The purpose under which the deposit instructions (an account number) are sealed.
+DEPOSIT = "virtual-account-deposit"
 
 
 class VirtualAccountGroup(Group):
@@ -52,7 +54,8 @@ class VirtualAccountGroup(Group):
                 (
                     scope.org_id, scope.user_id, account.id, account.customer_id,
                     account.wallet_id, account.developer_fee_percent,
-                    json.dumps(asdict(account.deposit)), LABEL, now, now,
+                    scope.runtime.secrets.seal(DEPOSIT, json.dumps(asdict(account.deposit))),
+                    LABEL, now, now,
                 ),
             )  # fmt: skip
 
@@ -75,7 +78,7 @@ class VirtualAccountGroup(Group):
         return row | {"usdb_balance": balance}
 
     def _shown(self, row: Row) -> VirtualAccount:
-        deposit = json.loads(row["deposit"])
+        deposit = json.loads(self._scope.runtime.secrets.unseal(DEPOSIT, row["deposit"]))
         return VirtualAccount(
             id=row["id"],
             organization_id=row["org_id"],

@@ -95,7 +95,7 @@ def _sweep(
         usdt=symbol == "usdt",
     )
     with runtime.signer.holding(chain_id, swap.wallet):
-        legs = onchain.sign_legs(runtime, chain, swap)
+        legs, reserve = onchain.sign_legs(runtime, chain, swap)
         write = claim(
             runtime,
             row["org_id"],
@@ -111,6 +111,7 @@ def _sweep(
                 "destination": onchain_side(swap.wallet, chain_id, "c0", amount),
             },
             legs=legs,
+            reserve=reserve,
         )
         with runtime.storage.transaction() as tx:
             tx.lock(f"sweep:{swap.wallet}")  # another worker may have swept it meanwhile

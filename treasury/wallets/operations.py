@@ -10,7 +10,7 @@ from .._infra.models import Address, Deleted, ListOf, ListQuery
 from .._infra.validation import parse_input, parse_value
 from ..backends.storage.base import Transaction
 from ..errors import NotFound, ValidationError
-from ..transfers.store import next_unsent_nonce
+from ..transfers.store import next_free_nonce
 from . import store
 from .models import (
     CreateWallet,
@@ -131,7 +131,7 @@ class Wallets(Group):
             raise ValidationError.field("path", "address", "tracked wallets cannot sign")
         with runtime.signer.holding(chain_id, row["address"]):
             with runtime.storage.read() as tx:  # nonces that a claimed transfer holds
-                floor = next_unsent_nonce(tx, chain_id, row["address"])
+                floor = next_free_nonce(tx, chain_id, row["address"])
             return runtime.signer.send(
                 runtime.chains.get(chain_id),
                 custody_ref=row["custody_ref"],

@@ -2,7 +2,7 @@
 
 Balances (Multicall3 ``aggregate3``), allowances, prepare steps, earner rates and the
 indexer are written once in the core on top of `call`, `receipts`, `send_raw_transaction`,
-`pending_nonce` and `fee_fields`. A backend translates its transport's failures into
+`pending_nonce`, `mined_nonce` and `fee_fields`. A backend translates its transport's failures into
 `UpstreamError` (502) and reverted calls into `Reverted` at this boundary.
 `treasury.testing.chain.ChainSuite` is the conformance suite every backend runs.
 """
@@ -114,6 +114,11 @@ class Chain(ABC):
     @abstractmethod
     def pending_nonce(self, address: str) -> int:
         """``eth_getTransactionCount(address, "pending")``."""
+
+    @abstractmethod
+    def mined_nonce(self, address: str) -> int:
+        """``eth_getTransactionCount(address, "latest")``: how many of the address's
+        transactions are mined. A leg whose nonce is below it is mined or replaced."""
 
     @abstractmethod
     def fee_fields(self) -> dict[str, int]:

@@ -101,6 +101,10 @@ class DevnetChain(Chain):
         with self._errors():
             return int(self._tester.get_nonce(address.lower(), "pending"))
 
+    def mined_nonce(self, address: str) -> int:
+        with self._errors():
+            return int(self._tester.get_nonce(address.lower(), "latest"))
+
     def fee_fields(self) -> dict[str, int]:
         with self._errors():
             base = int(self._tester.get_block_by_number("pending")["base_fee_per_gas"])

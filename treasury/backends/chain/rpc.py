@@ -118,6 +118,9 @@ class RpcChain(Chain):
     def pending_nonce(self, address: str) -> int:
         return int(self._request("eth_getTransactionCount", [address.lower(), "pending"]), 16)
 
+    def mined_nonce(self, address: str) -> int:
+        return int(self._request("eth_getTransactionCount", [address.lower(), "latest"]), 16)
+
     def fee_fields(self) -> dict[str, int]:
         block, tip = self._batch(
             [("eth_getBlockByNumber", ["latest", False]), ("eth_maxPriorityFeePerGas", [])]

@@ -148,6 +148,13 @@ class FiatProvider(ABC):
         An id the provider does not know is an `UpstreamError` (a misconfigured or
         forgetful provider must not fail real transfers)."""
 
+    def cancel_transfer(self, transfer_id: str) -> ProviderTransfer | None:
+        """Cancel a transfer that awaits funds (an off-ramp whose USDC will never come);
+        the transfer as the provider then shows it, or None where the provider offers no
+        cancellation. A transfer past awaiting_funds is not cancelled (its state is
+        answered as it is)."""
+        return None
+
     @abstractmethod
     def create_virtual_account(self, customer_id: str, *, idempotency_key: str) -> VirtualAccount:
         """A USD virtual account of the customer, paying out USDB to a provider wallet."""

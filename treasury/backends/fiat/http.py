@@ -13,6 +13,7 @@ Shapes used (all under the base URL)::
     POST /transfers                                  {on_behalf_of, amount, developer_fee, source,
                                                       destination, client_reference_id: our key}
     GET  /transfers/{id}                             state, source_deposit_instructions, receipt
+    DELETE /transfers/{id}                           cancel one that awaits funds
     POST /customers/{c}/wallets                      {chain}
     POST /customers/{c}/virtual_accounts             {source {usd}, destination {usdb, bridge_wallet_id}}
     GET  /customers/{c}/wallets/{w}                  balances [{currency: usdb, balance}]
@@ -29,9 +30,10 @@ No list endpoint filters transfers by id (``GET /transfers`` pages by time), so
 is read under its customer.
 
 Failures become `UpstreamError` here: nothing sent (connection refused, connect or pool
-timeout) and HTTP 5xx and 4xx (with the provider's message) are definite; a request
-that may have been received (read or write timeout, dropped connection) is
-``ambiguous``, and so is a POST answered 2xx with an unreadable body (it was performed).
+timeout) and HTTP 4xx (with the provider's message) are definite; a request that may
+have been received (read or write timeout, dropped connection) is ``ambiguous``, and so
+is a POST answered 5xx (a gateway or the provider may have performed it before failing)
+or 2xx with an unreadable body (it was performed).
 """
 
 from __future__ import annotations
@@ -210,6 +212,10 @@ class HttpFiat(FiatProvider):
             found.append(answer)
         return found
 
+    def cancel_transfer(self, transfer_id: str) -> ProviderTransfer | None:
+        path = f"/transfers/{_segment(transfer_id)}"
+        return self._transfer(self._request("DELETE", path, None, None))
+
     def create_virtual_account(self, customer_id: str, *, idempotency_key: str) -> VirtualAccount:
         customer = _segment(customer_id)
         wallet = self._post(
@@ -322,8 +328,10 @@ class HttpFiat(FiatProvider):
             ) from None
         status = response.status_code
         _log.debug("%s %s -> %s", method, path, status)
-        if status >= 500:
-            raise UpstreamError(f"{self._where} failed {method} {path}: HTTP {status}")
+        if status >= 500:  # a write may have been performed before the failure
+            raise UpstreamError(
+                f"{self._where} failed {method} {path}: HTTP {status}", ambiguous=method != "GET"
+            )
         if status >= 400:
             raise UpstreamError(
                 f"{self._where} refused {method} {path}: {self._reason(response)} (HTTP {status})"
