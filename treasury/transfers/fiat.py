@@ -23,7 +23,7 @@ from ..evm.abi import TRANSFER
 from ..evm.signing import broadcast
 from ..money import to_raw
 from ..wallets import store as wallets
-from . import store
+from . import nonces, store
 from .models import DepositInstructions, Transfer, TransferSide
 from .onchain import APPROVE_GAS, Replaced, evidence, track_legs
 
@@ -157,7 +157,7 @@ def _send_usdc(runtime: Runtime, row: Row) -> Replaced | None:
         with runtime.storage.read() as tx:
             legs = store.legs(tx, row["id"])
             found = wallets.by_address(tx, row["org_id"], wallet)
-            floor = store.next_free_nonce(tx, chain_id, wallet)
+            floor = nonces.next_free_nonce(tx, chain_id, wallet)
             doubted = bool((store.get(tx, row["id"]) or row)["ambiguous"])
         if legs and doubted:
             seen = evidence(chain, wallet, legs[-1])

@@ -15,7 +15,7 @@ from ..backends.fiat.base import ProviderTransfer
 from ..backends.storage.base import Row
 from ..errors import UpstreamError
 from ..evm.signing import broadcast
-from . import fiat, onchain, store
+from . import fiat, nonces, onchain, store
 from .operations import STEPS
 
 PER_PASS = 1_000  # open transfers read per job per pass
@@ -130,7 +130,7 @@ def heal_nonce_holes(runtime: Runtime, report: Report) -> None:
     none (an earlier leg refused, dropped or replaced), a hole seen at two passes is
     filled with a zero-value transaction of the wallet to itself."""
     with runtime.storage.read() as tx:
-        senders = store.senders_waiting(tx, PER_PASS)
+        senders = nonces.senders_waiting(tx, PER_PASS)
     for found in senders:
         chain_id, sender = int(found["chain_id"]), str(found["sender"])
         with report.part(f"wallet {sender}"):
@@ -142,7 +142,7 @@ def _heal(runtime: Runtime, chain_id: int, sender: str, report: Report) -> None:
     with runtime.signer.holding(chain_id, sender):
         mined = chain.mined_nonce(sender)
         with runtime.storage.read() as tx:
-            waiting = store.waiting(tx, chain_id, sender, mined)
+            waiting = nonces.waiting(tx, chain_id, sender, mined)
         if waiting and waiting[0].nonce == mined:
             first = waiting[0]
             if first.claimed and not first.sent and (first.lease_until or "") > now:
@@ -156,11 +156,11 @@ def _heal(runtime: Runtime, chain_id: int, sender: str, report: Report) -> None:
                 report.add(nonce_legs_refused=1)  # refused: fill its nonce instead
         if not waiting:
             with runtime.storage.transaction() as tx:
-                store.hole_closed(tx, chain_id, sender)
+                nonces.hole_closed(tx, chain_id, sender)
             return
         with runtime.storage.transaction() as tx:
-            seen = store.hole_seen(tx, chain_id, sender, mined, now)
-            custody_ref = store.custody_ref(tx, sender)
+            seen = nonces.hole_seen(tx, chain_id, sender, mined, now)
+            custody_ref = nonces.custody_ref(tx, sender)
         if not seen or custody_ref is None:
             report.add(nonce_holes_seen=1)
             return
@@ -180,5 +180,5 @@ def _heal(runtime: Runtime, chain_id: int, sender: str, report: Report) -> None:
         ]
         broadcast(chain, fillers)
         with runtime.storage.transaction() as tx:
-            store.hole_closed(tx, chain_id, sender)
+            nonces.hole_closed(tx, chain_id, sender)
         report.add(nonce_holes_filled=1, nonces_filled=len(fillers))

@@ -26,7 +26,7 @@ from ..money import from_raw, to_raw
 from ..transactions import store as tracked
 from ..transactions.models import RecordTransaction
 from ..wallets import store as wallets
-from . import store
+from . import nonces, store
 from .models import Transfer
 
 APPROVE_GAS = 100_000
@@ -68,7 +68,7 @@ class Reserve:
     def check(self, tx: Transaction, chain: Chain) -> None:
         """400 unless the available balance covers the amount and the gas (call under
         the wallet's lock across processes, in the transaction that stores the claim)."""
-        held_raw, held_wei = store.reserved(tx, self.chain_id, self.wallet, self.token, self.mined)
+        held_raw, held_wei = nonces.reserved(tx, self.chain_id, self.wallet, self.token, self.mined)
         symbol, decimals = units(chain, self.token)
         available = max(self.balance - held_raw, 0)
         if available < self.raw:
@@ -141,8 +141,8 @@ def sign_legs(runtime: Runtime, chain: Chain, swap: Swap) -> tuple[list[store.Le
     facility = chain.addresses["swap_facility"]
     held = holdings(chain, swap.wallet, swap.token_in)
     with runtime.storage.read() as tx:
-        floor = store.next_free_nonce(tx, swap.chain_id, swap.wallet)
-        spoken_for = store.unconfirmed_swaps(
+        floor = nonces.next_free_nonce(tx, swap.chain_id, swap.wallet)
+        spoken_for = nonces.unconfirmed_swaps(
             tx, swap.chain_id, swap.wallet, swap.token_in, facility
         )
     planned: list[tuple[str, str, int, bytes, int]] = []  # kind, to, amount, data, gas

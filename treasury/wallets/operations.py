@@ -10,7 +10,7 @@ from .._infra.models import Address, Deleted, ListOf, ListQuery
 from .._infra.validation import parse_input, parse_value
 from ..backends.storage.base import Transaction
 from ..errors import NotFound, ValidationError
-from ..transfers.store import next_free_nonce
+from ..transfers.nonces import next_free_nonce
 from . import store
 from .models import (
     CreateWallet,

@@ -1,0 +1,134 @@
+"""A wallet's nonces and holds across its unfinished transfers: the next nonce free to
+sign with, what its transfers reserve of its balance, the legs waiting at or above its
+mined nonce, and the holes that would keep them waiting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..backends.storage.base import Row, Transaction
+from ..evm.signing import Signed
+from .store import OPEN
+
+
+def next_free_nonce(tx: Transaction, chain_id: int, sender: str) -> int:
+    """The nonce after every stored leg of `sender` whose transfer has not ended (0 if
+    none): a new signature goes above them, whether they are sent, waiting behind a
+    hole, or about to be sent by their request."""
+    row = tx.one(
+        "SELECT MAX(l.nonce) AS highest FROM transfer_legs l JOIN transfers t"
+        " ON t.id = l.transfer_id WHERE l.chain_id = ? AND l.sender = ?"
+        f" AND t.status IN {OPEN}",
+        (chain_id, sender),
+    )
+    return 0 if row is None or row["highest"] is None else int(row["highest"]) + 1
+
+
+def reserved(
+    tx: Transaction, chain_id: int, sender: str, token: str, mined: int
+) -> tuple[int, int]:
+    """What the unfinished transfers of `sender` hold that a balance read when `mined` of
+    its transactions were mined does not yet show: raw units of `token`, and wei of gas.
+    A transfer's hold ends with its moving leg (the swap or the send) mined (its nonce
+    below `mined`), as the balance then shows its effect; before it is signed, it holds."""
+    rows = tx.query(
+        "SELECT t.reserve_token, t.reserve_raw, t.reserve_wei, (SELECT MAX(l.nonce)"
+        " FROM transfer_legs l WHERE l.transfer_id = t.id AND l.kind <> 'approval') AS moving"
+        f" FROM transfers t WHERE t.chain_id = ? AND t.wallet_address = ? AND t.status IN {OPEN}"
+        " AND t.reserve_raw IS NOT NULL",
+        (chain_id, sender),
+    )
+    raw = wei = 0
+    for row in rows:
+        if row["moving"] is not None and int(row["moving"]) < mined:
+            continue
+        wei += int(row["reserve_wei"])
+        if row["reserve_token"] == token:
+            raw += int(row["reserve_raw"])
+    return raw, wei
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A stored leg of an unfinished transfer, with what its transfer's state says of it."""
+
+    transfer_id: str
+    nonce: int
+    signed: Signed
+    sent: bool
+    claimed: bool  # its transfer's request (or a job) may still be sending it
+    lease_until: str | None
+
+
+def senders_waiting(tx: Transaction, limit: int) -> list[Row]:
+    """(chain_id, sender) of wallets with stored legs of unfinished transfers."""
+    return tx.query(
+        "SELECT DISTINCT l.chain_id, l.sender FROM transfer_legs l JOIN transfers t"
+        f" ON t.id = l.transfer_id WHERE t.status IN {OPEN} ORDER BY l.chain_id, l.sender"
+        " LIMIT ?",
+        (limit,),
+    )
+
+
+def waiting(tx: Transaction, chain_id: int, sender: str, mined: int) -> list[Waiting]:
+    """The stored legs of `sender`'s unfinished transfers at or above nonce `mined`."""
+    rows = tx.query(
+        "SELECT l.transfer_id, l.nonce, l.hash, l.raw, l.sent, t.stage, t.lease_until"
+        " FROM transfer_legs l JOIN transfers t ON t.id = l.transfer_id"
+        f" WHERE l.chain_id = ? AND l.sender = ? AND l.nonce >= ? AND t.status IN {OPEN}"
+        " ORDER BY l.nonce",
+        (chain_id, sender, mined),
+    )
+    return [
+        Waiting(
+            transfer_id=r["transfer_id"],
+            nonce=int(r["nonce"]),
+            signed=Signed(raw=bytes(r["raw"]), hash=r["hash"], nonce=int(r["nonce"])),
+            sent=bool(r["sent"]),
+            claimed=r["stage"] == "claimed",
+            lease_until=r["lease_until"],
+        )
+        for r in rows
+    ]
+
+
+def hole_seen(tx: Transaction, chain_id: int, sender: str, nonce: int, now: str) -> bool:
+    """Note a missing nonce of `sender`; True when it was already seen at an earlier pass."""
+    row = tx.one(
+        "SELECT nonce FROM nonce_holes WHERE chain_id = ? AND sender = ?",
+        (chain_id, sender),
+    )
+    if row is not None and int(row["nonce"]) == nonce:  # the job looks once a pass
+        return True
+    tx.execute("DELETE FROM nonce_holes WHERE chain_id = ? AND sender = ?", (chain_id, sender))
+    tx.execute(
+        "INSERT INTO nonce_holes (chain_id, sender, nonce, seen_at) VALUES (?, ?, ?, ?)",
+        (chain_id, sender, nonce, now),
+    )
+    return False
+
+
+def hole_closed(tx: Transaction, chain_id: int, sender: str) -> None:
+    tx.execute("DELETE FROM nonce_holes WHERE chain_id = ? AND sender = ?", (chain_id, sender))
+
+
+def unconfirmed_swaps(tx: Transaction, chain_id: int, sender: str, token: str, to: str) -> int:
+    """Raw units of `token` that swap legs of `sender` through `to` may still spend (their
+    transfer has not ended): an allowance read from the chain may already be theirs."""
+    rows = tx.query(
+        "SELECT l.amount FROM transfer_legs l JOIN transfers t ON t.id = l.transfer_id"
+        " WHERE l.chain_id = ? AND l.sender = ? AND l.token = ? AND l.contract = ?"
+        " AND l.kind <> 'approval' AND t.status NOT IN ('completed', 'failed')",
+        (chain_id, sender, token, to),
+    )
+    return sum(int(row["amount"]) for row in rows)
+
+
+def custody_ref(tx: Transaction, address: str) -> str | None:
+    """The custody key of a managed or virtual wallet, by its address."""
+    row = tx.one(
+        "SELECT custody_ref FROM wallets WHERE address = ? AND custody_ref IS NOT NULL"
+        " UNION SELECT custody_ref FROM virtual_wallets WHERE address = ? LIMIT 1",
+        (address, address),
+    )
+    return None if row is None else str(row["custody_ref"])
