@@ -157,7 +157,6 @@ def _send_usdc(runtime: Runtime, row: Row) -> Replaced | None:
         with runtime.storage.read() as tx:
             legs = store.legs(tx, row["id"])
             found = wallets.by_address(tx, row["org_id"], wallet)
-            floor = nonces.next_free_nonce(tx, chain_id, wallet)
             doubted = bool((store.get(tx, row["id"]) or row)["ambiguous"])
         if legs and doubted:
             seen = evidence(chain, wallet, legs[-1])
@@ -166,20 +165,32 @@ def _send_usdc(runtime: Runtime, row: Row) -> Replaced | None:
         if not legs:
             if found is None or found["custody_ref"] is None:
                 raise UpstreamError("the off-ramp's wallet can no longer sign")
-            usdc, raw = chain.addresses["USDC"], to_raw(row["amount"], 6)
-            signed = runtime.signer.sign(
-                chain,
-                custody_ref=found["custody_ref"],
-                nonce=max(chain.pending_nonce(wallet), floor),
-                to=usdc,
-                data=TRANSFER.encode(row["deposit_address"], raw),
-                gas=APPROVE_GAS,
-                fees=chain.fee_fields(),
-            )
-            legs = [store.Leg("other", usdc, usdc, raw, signed)]
-            with runtime.storage.transaction() as tx:
-                store.add_legs(tx, row["id"], chain_id, wallet, legs)
-                legs = store.legs(tx, row["id"])
+            custody_ref = str(found["custody_ref"])
+
+            def sign_and_store() -> list[store.Leg]:
+                with runtime.storage.read() as tx:
+                    floor = nonces.next_free_nonce(tx, chain_id, wallet)
+                usdc, raw = chain.addresses["USDC"], to_raw(row["amount"], 6)
+                signed = runtime.signer.sign(
+                    chain,
+                    custody_ref=custody_ref,
+                    nonce=max(chain.pending_nonce(wallet), floor),
+                    to=usdc,
+                    data=TRANSFER.encode(row["deposit_address"], raw),
+                    gas=APPROVE_GAS,
+                    fees=chain.fee_fields(),
+                )
+                with runtime.storage.transaction() as tx:
+                    store.add_legs(
+                        tx,
+                        row["id"],
+                        chain_id,
+                        wallet,
+                        [store.Leg("other", usdc, usdc, raw, signed)],
+                    )
+                    return store.legs(tx, row["id"])
+
+            legs = nonces.apart(sign_and_store)
         broadcast(chain, [leg.signed for leg in legs])
     return None
 

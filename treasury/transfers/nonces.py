@@ -4,11 +4,34 @@ mined nonce, and the holes that would keep them waiting."""
 
 from __future__ import annotations
 
+import random
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ..backends.storage.base import Row, Transaction
 from ..evm.signing import Signed
-from .store import OPEN
+from .store import OPEN, NoncesTaken
+
+T = TypeVar("T")
+#: Signings of one transfer's legs when another process takes the same nonces first,
+#: each after a random pause of up to `CLASH_PAUSE` seconds times the attempt, so that two
+#: processes streaming transfers from one wallet do not keep meeting.
+SIGNING_ATTEMPTS = 10
+CLASH_PAUSE = 0.02
+
+
+def apart(sign_and_store: Callable[[], T]) -> T:
+    """Run `sign_and_store` (read the free nonce, sign, store the legs) again while
+    another process stored legs with the same nonces first (`NoncesTaken`: nothing of
+    this attempt was stored or sent); the last attempt's clash is raised."""
+    for attempt in range(1, SIGNING_ATTEMPTS):
+        try:
+            return sign_and_store()
+        except NoncesTaken:
+            time.sleep(random.uniform(0, CLASH_PAUSE * attempt))  # noqa: S311 (jitter)
+    return sign_and_store()
 
 
 def next_free_nonce(tx: Transaction, chain_id: int, sender: str) -> int:

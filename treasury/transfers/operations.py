@@ -24,7 +24,7 @@ from ..bank_accounts import store as bank_accounts
 from ..bank_accounts.models import BankAccountSummary
 from ..errors import NotFound, ValidationError
 from ..wallets import store as wallets
-from . import fiat, onchain, store
+from . import fiat, nonces, onchain, store
 from .models import (
     CreateTransfer,
     Currency,
@@ -32,9 +32,6 @@ from .models import (
     Transfer,
     TransferSide,
 )
-
-#: Signings of one on-chain transfer when another process takes the same nonces first.
-SIGNING_ATTEMPTS = 3
 
 #: The executor of each pairing: its upstream steps (the jobs finish claims with them).
 STEPS: dict[str, Callable[..., Upstream[Transfer]]] = {
@@ -81,14 +78,9 @@ class Transfers(Group):
             )  # fmt: skip
 
         with runtime.signer.holding(chain_id, str(request.source.from_address)):
-            if pairing == "offramp":  # signs after its claim: a clash is the job's to retry
+            if pairing == "offramp":  # signs its send after its claim, apart there
                 return create()
-            for _ in range(SIGNING_ATTEMPTS - 1):
-                try:  # a swap's legs are signed and stored in its claim, which rolls back
-                    return create()
-                except store.NoncesTaken:  # nothing stored: sign again, above the other's
-                    continue
-            return create()
+            return nonces.apart(create)  # a swap's legs are stored in its claim
 
     def list(
         self, query: PageQuery | Mapping[str, Any] | None = None, **params: Any
