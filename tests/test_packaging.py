@@ -60,15 +60,3 @@ def test_public_names_are_pinned():
     ]
     for name in treasury.__all__:
         assert getattr(treasury, name) is not None
-
-
-def test_no_module_is_over_400_lines():
-    from pathlib import Path
-
-    package = Path(treasury.__file__).parent
-    long = {
-        str(path.relative_to(package)): n
-        for path in package.rglob("*.py")
-        if (n := len(path.read_text().splitlines())) > 400
-    }
-    assert long == {}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Iterator
@@ -108,7 +109,7 @@ class SQLiteStorage(ThreadTransactions):
         )
         db = sqlite_utils.Database(conn)
         if self.path != MEMORY:
-            db.enable_wal()
+            _enable_wal(conn, self._busy_timeout)
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
         with self._registry_lock:
@@ -209,3 +210,18 @@ class FairLock:
 
     def __exit__(self, *_: object) -> None:
         self.release()
+
+
+def _enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Switch a file to WAL (a no-op once it is). The switch takes an exclusive lock, and
+    SQLite answers "database is locked" at once, without its busy handler, while another
+    process opens the same new file: wait for it as a busy timeout would."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
