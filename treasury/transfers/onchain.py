@@ -1,13 +1,16 @@
 """The on-chain executor: swaps into and out of `c0` (deposit, withdraw, and the virtual
 wallets' sweeps), signed from a custody wallet, written ahead of their broadcast.
 
-Under the wallet's signing lock: check the token and ETH balances and the allowance
-(400, nothing written, when short), sign the legs — an `approval` of exactly the amount
-when the allowance, less what this wallet's unfinished swaps may still spend of it, is
-short (for USDT, a reset to 0 first when the allowance is non-zero), then
-``swap(tokenIn, tokenOut, amount, recipient)`` — with consecutive nonces, commit them
-with the transfer (the claim), broadcast them (perform), record the outcome. A crash
-anywhere after the claim is finished by the job, which broadcasts the same bytes.
+Under the wallet's signing lock: read its mined nonce, then its token and ETH balances
+and the allowance; sign the legs — an `approval` of exactly the amount when the
+allowance, less what this wallet's unfinished swaps may still spend of it, is short (for
+USDT, a reset to 0 first when the allowance is non-zero), then
+``swap(tokenIn, tokenOut, amount, recipient)`` — with consecutive nonces; commit them
+with the transfer (the claim), which first checks what they will hold (`Reserve`) against
+the available balance (400, nothing written, when short); broadcast them (perform),
+record the outcome. A crash anywhere after the claim is finished by the job, which
+broadcasts the same bytes; after an ambiguous broadcast, it asks the chain for evidence
+first (`evidence`).
 """
 
 from __future__ import annotations
