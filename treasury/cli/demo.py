@@ -28,8 +28,7 @@ import click
 from .._treasury import Treasury
 from ..client import TreasuryClient
 from ..config import Settings
-from ..testing.server import serve
-from ..testing.statements import BANK_ACCOUNT
+from ..test_helpers.samples import BANK_ACCOUNT
 from ._shared import State, load_settings
 
 CHAIN = 31337
@@ -122,6 +121,15 @@ def _app(t: Treasury) -> Any:
     from ..http import create_app
 
     return create_app(t)
+
+
+@contextmanager
+def serve(app: Any) -> Iterator[str]:
+    """The app on a free loopback port (the `http` extra's server)."""
+    from ..http.loopback import serve as loopback
+
+    with loopback(app) as url:
+        yield url
 
 
 class _Stepper:

@@ -1,0 +1,68 @@
+"""The README's install, as a newcomer runs it: a fresh virtualenv with the `http` extra
+alone (no pytest, no hypothesis, no other dev tool), then `treasury --version`, `init`
+(twice: the README's one-liner can be run again) and `demo` in an empty folder.
+
+It installs from this checkout with pip (the package index for the dependencies, pip's
+cache when warm); CI also runs the same steps as `nox -s fresh-install`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import sqlite_only
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    venv = tmp_path_factory.mktemp("fresh") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "-e", f"{CHECKOUT}[http]"],
+        check=True, timeout=900, env=_clean_env(),
+    )  # fmt: skip
+    return venv
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment without this run's settings, paths or virtualenv."""
+    drop = ("TREASURY_", "PYTHONPATH", "VIRTUAL_ENV", "PYTEST_")
+    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+
+
+def _treasury(venv: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(venv / "bin" / "treasury"), *args],
+        cwd=cwd, env=_clean_env(), capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+@sqlite_only  # the commands' stores are SQLite files in the folder, whatever the suite's
+def test_the_cli_works_with_the_http_extra_alone(fresh_venv: Path, tmp_path: Path) -> None:
+    python = str(fresh_venv / "bin" / "python")
+    for tool in ("pytest", "hypothesis", "nox", "mypy"):
+        probe = f"import importlib.util as u; assert u.find_spec({tool!r}) is None"
+        subprocess.run([python, "-c", probe], check=True, env=_clean_env())
+
+    version = _treasury(fresh_venv, tmp_path, "--version")
+    assert version.returncode == 0, version.stderr
+    assert "0." in version.stdout
+
+    first = _treasury(fresh_venv, tmp_path, "init")
+    assert first.returncode == 0, first.stderr
+    assert "trk_" in first.stdout
+    again = _treasury(fresh_venv, tmp_path, "init")
+    assert again.returncode == 0, again.stderr
+    assert "already initialized" in again.stdout and "trk_" not in again.stdout
+
+    demo = _treasury(fresh_venv, tmp_path, "demo")
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    assert "every step gave what it should" in demo.stdout
