@@ -144,6 +144,7 @@ def test_usdt_with_a_small_allowance_needs_a_reset_first(env: Env):
     )
     steps = r.json()["steps"]
     assert [s["type"] for s in steps] == ["reset-approval", "approval", "swap"]
+    assert "from 1 USDT to 0" in steps[0]["description"]  # token units, not 1000000
     for step in steps:
         assert env.sign_and_send(account, step["transaction"])["status"] == 1
     assert env.balance("c0", owner) == 10 * 10**18

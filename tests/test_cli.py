@@ -355,6 +355,7 @@ def test_yield_periods_show_and_publish(cwd: Path) -> None:
     by the CLI; an unknown period exits 1; `publish` runs the two yield jobs."""
     from datetime import UTC, datetime, timedelta
 
+    from treasury.money import to_units
     from treasury.yields.periods import bounds, period_of
 
     tuesday = datetime(2026, 11, 17, 9, 30, tzinfo=UTC)
@@ -373,7 +374,9 @@ def test_yield_periods_show_and_publish(cwd: Path) -> None:
     assert week in run("yield", "periods").stdout
     shown = run_json("yield", "show", week, "--chain", "31337")
     assert [leaf["account"] for leaf in shown["leaves"]] == [wallet]
-    assert "Root 0x" in run("yield", "show", week).stdout
+    text = run("yield", "show", week).stdout
+    assert "Root 0x" in text and "raw" not in text
+    assert f"{to_units(shown['total'], 18)} c0" in text  # token units, not raw
     assert "not published" in run("yield", "show", "1", code=1).stderr
     published = run_json("yield", "publish")
     assert published["errors"] == {} and set(published["counts"]) <= {

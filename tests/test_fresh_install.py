@@ -66,3 +66,10 @@ def test_the_cli_works_with_the_http_extra_alone(fresh_venv: Path, tmp_path: Pat
     demo = _treasury(fresh_venv, tmp_path, "demo")
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert "every step gave what it should" in demo.stdout
+
+    # PostgreSQL without its extra: the error names the extra that installs it.
+    opened = "from treasury import Treasury; Treasury.open('postgresql://127.0.0.1/x', chains={})"
+    missing = subprocess.run(
+        [python, "-c", opened], capture_output=True, text=True, env=_clean_env(), check=False
+    )
+    assert "pip install 'treasury-api[postgres]'" in missing.stderr, missing.stderr

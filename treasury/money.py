@@ -26,3 +26,11 @@ def to_raw(amount: str | int | Decimal, decimals: int) -> int:
     if raw >= 2**256:
         raise ValueError(f"amount {amount!r} is too large for a token (uint256)")
     return raw
+
+
+def to_units(raw: int | str, decimals: int) -> str:
+    """Raw units to whole units, exactly, without trailing zeros:
+    ``to_units(250_500_000, 6) == "250.5"``; the texts people read quote these."""
+    whole, fraction = divmod(int(raw), 10**decimals)
+    digits = str(fraction).rjust(decimals, "0").rstrip("0")
+    return f"{whole}.{digits}" if digits else str(whole)

@@ -28,6 +28,7 @@ import click
 from .._treasury import Treasury
 from ..client import TreasuryClient
 from ..config import Settings
+from ..money import to_units
 from ..test_helpers.samples import BANK_ACCOUNT
 from ._shared import State, load_settings
 
@@ -99,7 +100,8 @@ def _run(settings: Settings, passes: int) -> None:
         estimate = step("the yield estimate", lambda: c.yields.estimate(CHAIN, wallet.address))
         if estimate.earning != str(100 * 10**18):
             raise StepFailed(f"the yield estimate: earning {estimate.earning}, not 100 c0")
-        click.echo(f"    apy {estimate.rate.apy:.4%}: {estimate.annual_yield} raw c0 a year")
+        yearly = to_units(estimate.annual_yield, 18)
+        click.echo(f"    apy {estimate.rate.apy:.4%}: {yearly} c0 a year on 100 c0")
         step.until("a webhook delivered and its signature verified", lambda: receiver.verified)
         offramp = step("an off-ramp of 50 USDC to the bank", lambda: c.transfers.create(
             amount="50",

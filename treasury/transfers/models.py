@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from .._infra.models import Address, Body, Resource, Timestamped
+from .._infra.models import Address, Body, DecimalText, Resource, Timestamped
 from ..bank_accounts.models import BankAccountSummary
 from ..money import to_raw
 
@@ -84,11 +84,11 @@ def _rail_fields(on_chain: bool, address: str | None, bank: str | None) -> None:
 
 
 class CreateTransfer(Body):
-    amount: Annotated[str, StringConstraints(max_length=100)]
+    amount: Annotated[DecimalText, StringConstraints(max_length=100)]
     client_reference_id: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = (
         None
     )
-    developer_fee: Annotated[str, StringConstraints(max_length=100)] | None = None
+    developer_fee: Annotated[DecimalText, StringConstraints(max_length=100)] | None = None
     source: Source
     destination: Destination
 

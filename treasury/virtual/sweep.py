@@ -18,7 +18,7 @@ from .._infra.runtime import Runtime
 from ..errors import ValidationError
 from ..evm.abi import BALANCE_OF, GET_ETH_BALANCE
 from ..evm.multicall import multicall
-from ..money import to_raw
+from ..money import to_raw, to_units
 from ..transfers import onchain
 from ..transfers.models import Currency
 from ..transfers.operations import claim, onchain_side
@@ -83,7 +83,7 @@ def _sweep(
     """Sign and start one sweep; False when another worker's sweep of the wallet is
     open (its signed legs are dropped unsent)."""
     chain = runtime.chains.get(chain_id)
-    amount = _whole(raw)
+    amount = to_units(raw, 6)
     swap = onchain.Swap(
         chain_id=chain_id,
         wallet=row["address"],
@@ -119,9 +119,3 @@ def _sweep(
             transfer_id = write(tx)
         idempotency.finish(runtime, row["org_id"], transfer_id, onchain.steps(runtime))
     return True
-
-
-def _whole(raw: int) -> str:
-    """Raw units of a 6-decimal stablecoin as a decimal string (250500000 -> "250.5")."""
-    whole, fraction = divmod(raw, 10**6)
-    return f"{whole}.{fraction:06d}".rstrip("0").rstrip(".")
