@@ -63,9 +63,11 @@ def test_closing_the_current_period_publishes_it_at_once(new_storage_url) -> Non
 
 def test_closing_a_period_early_needs_a_chain_that_can_mint(anvil_config, new_storage_url):
     real = {k: v for k, v in anvil_config.items() if k != "minter_key"}
-    with Treasury.open(new_storage_url("real.db"), master_key=MASTER_KEY, chains={CHAIN: real}) as t:
-        with pytest.raises(Conflict, match="cannot mint"):
-            t.close_yield_period(CHAIN)
+    with (
+        Treasury.open(new_storage_url("real.db"), master_key=MASTER_KEY, chains={CHAIN: real}) as t,
+        pytest.raises(Conflict, match="cannot mint"),
+    ):
+        t.close_yield_period(CHAIN)
 
 
 @pytest.fixture
