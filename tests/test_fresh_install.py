@@ -1,6 +1,7 @@
 """The README's install, as a newcomer runs it: a fresh virtualenv with the `http` extra
 alone (no pytest, no hypothesis, no other dev tool), then `treasury --version`, `init`
-(twice: the README's one-liner can be run again) and `demo` in an empty folder.
+(twice: the README's one-liner can be run again), `serve` (answers, stops on SIGTERM)
+and `demo` in an empty folder.
 
 It installs from this checkout with pip (the package index for the dependencies, pip's
 cache when warm); CI also runs the same steps as `nox -s fresh-install`.
@@ -11,11 +12,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from .conftest import sqlite_only
+from .processes import free_port
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 
@@ -62,6 +66,25 @@ def test_the_cli_works_with_the_http_extra_alone(fresh_venv: Path, tmp_path: Pat
     again = _treasury(fresh_venv, tmp_path, "init")
     assert again.returncode == 0, again.stderr
     assert "already initialized" in again.stdout and "trk_" not in again.stdout
+
+    port = free_port()
+    serving = subprocess.Popen(
+        [str(fresh_venv / "bin" / "treasury"), "serve", "--port", str(port)],
+        cwd=tmp_path, env=_clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/v1/yield/artifacts", timeout=5)
+                break
+            except httpx.TransportError:
+                assert serving.poll() is None and time.monotonic() < deadline, "serve died"
+                time.sleep(0.2)
+        assert answer.status_code == 200
+    finally:
+        serving.terminate()
+        assert serving.wait(timeout=30) == 0
 
     demo = _treasury(fresh_venv, tmp_path, "demo")
     assert demo.returncode == 0, demo.stdout + demo.stderr
