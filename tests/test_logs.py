@@ -110,3 +110,21 @@ def test_serve_logs_requests_and_only_passes_that_did_something(fresh) -> None: 
     passes = [line for line in out.splitlines() if "jobs pass" in line]
     assert 1 <= len(passes) <= 2, out  # the first (a snapshot), not one every 0.2 s
     assert "errors=0" not in out
+
+
+def test_a_condition_is_logged_when_it_starts_changes_and_ends(caplog) -> None:
+    from treasury._infra.logs import Conditions
+
+    caplog.set_level(logging.INFO, logger="test.conditions")
+    conditions = Conditions(logging.getLogger("test.conditions"))
+    for text in ("sweep: w1 has no gas", "sweep: w1 has no gas", "sweep: w1 has 1 wei of gas"):
+        conditions.report("sweep: w1", text)
+        conditions.settle(["sweep"])
+    conditions.settle(["index"])  # a pass of other jobs only: the sweep's condition stands
+    conditions.settle(["sweep"])  # a sweep pass that no longer reports it: it ended
+    conditions.settle(["sweep"])
+    assert [r.getMessage() for r in caplog.records] == [
+        "sweep: w1 has no gas",
+        "sweep: w1 has 1 wei of gas",
+        "resolved: sweep: w1 has 1 wei of gas",
+    ]

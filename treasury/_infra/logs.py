@@ -33,15 +33,15 @@ class Conditions:
     def settle(self, scopes: Iterable[str]) -> None:
         """End of a pass of the jobs named in `scopes`: their conditions not reported
         since the last call have ended."""
-        prefixes = tuple(f"{scope}:" for scope in scopes) + tuple(scopes)
+        names = set(scopes)
         with self._lock:
             ended = [
                 (key, message)
                 for key, message in self._standing.items()
-                if key.startswith(prefixes) and key not in self._reported
+                if key.split(":", 1)[0] in names and key not in self._reported
             ]
             for key, _ in ended:
                 del self._standing[key]
-            self._reported.clear()
+            self._reported = {k for k in self._reported if k.split(":", 1)[0] not in names}
         for _, message in ended:
             self._log.info("resolved: %s", message)
