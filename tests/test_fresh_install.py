@@ -96,3 +96,15 @@ def test_the_cli_works_with_the_http_extra_alone(fresh_venv: Path, tmp_path: Pat
         [python, "-c", opened], capture_output=True, text=True, env=_clean_env(), check=False
     )
     assert "pip install 'treasury-api[postgres]'" in missing.stderr, missing.stderr
+
+
+def test_the_cli_imports_no_test_tool_on_its_ordinary_paths() -> None:
+    """The fast guard of the above: loading every command imports neither
+    `treasury.testing` nor a test tool (the fresh venv shows it with them absent)."""
+    probe = (
+        "import sys, treasury.cli, treasury.cli.demo, treasury.http\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('pytest', 'hypothesis', '_pytest')"
+        " or m.startswith('treasury.testing')]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True, timeout=120)
