@@ -43,9 +43,10 @@ NonZeroAddress = Annotated[Address, AfterValidator(_not_zero)]
 def _decimal_text(value: Any) -> Any:
     """An `int` or a `Decimal` as its plain decimal string; a float refused (inexact)."""
     if isinstance(value, float):
+        shown = format(Decimal(repr(value)), "f")  # 1e+20 -> "100000000000000000000"
         raise ValueError(
             f"a float ({value!r}) is not taken, floats are inexact: give a decimal string"
-            f' such as "{value}", an int or a Decimal'
+            f' such as "{shown}", an int or a Decimal'
         )
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
