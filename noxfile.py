@@ -7,7 +7,9 @@ from __future__ import annotations
 import nox
 from nox.command import CommandFailed
 
-nox.options.sessions = ["tests", "lint", "typecheck", "core", "schemathesis", "docs"]
+nox.options.sessions = [
+    "tests", "lint", "typecheck", "core", "fresh-install", "schemathesis", "docs",
+]  # fmt: skip
 nox.options.reuse_existing_virtualenvs = True
 
 STORAGES = ("sqlite", "postgresql")
@@ -60,6 +62,23 @@ def core(session: nox.Session) -> None:
     session.run("python", "-c", "import importlib.util as u; assert u.find_spec('flask') is None")
     session.run("python", "-c", "import treasury; treasury.Treasury.open('sqlite:///:memory:')")
     session.run("pytest", "tests/test_packaging.py", "-p", "no:cacheprovider")
+
+
+@nox.session(name="fresh-install", reuse_venv=False)
+def fresh_install(session: nox.Session) -> None:
+    """The README's install in a new virtualenv, the `http` extra alone (no test tools):
+    `treasury --version`, `init` twice (the second changes nothing, exit 0) and `demo`, in
+    an empty folder."""
+    session.install("-e", ".[http]")
+    for tool in ("pytest", "hypothesis"):
+        session.run("python", "-c", f"import importlib.util as u; assert not u.find_spec({tool!r})")
+    session.chdir(session.create_tmp())
+    for stale in ("treasury.db", "treasury.db.key"):
+        session.run("rm", "-f", stale, external=True)
+    session.run("treasury", "--version")
+    session.run("treasury", "init")
+    session.run("treasury", "init")
+    session.run("treasury", "demo")
 
 
 @nox.session

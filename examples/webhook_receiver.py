@@ -1,8 +1,19 @@
 """A webhook receiver for treasury's deliveries: verify, then handle each event once.
 
-Run it (``pip install flask standardwebhooks``), then register its URL::
+Try it against a local ``treasury serve`` (``pip install flask standardwebhooks``)::
 
-    WEBHOOK_SECRET=whsec_... python examples/webhook_receiver.py   # listens on :9000
+    # 1. serve, allowing webhooks to loopback (refused by default: targets must be public)
+    TREASURY_ALLOW_PRIVATE_WEBHOOK_URLS=1 treasury serve
+    # 2. register the receiver's URL; the answer's "secret" is shown this once
+    curl -X POST http://127.0.0.1:8000/v1/webhooks -H "x-api-key: $KEY" \
+      -H "Content-Type: application/json" -d '{"url": "http://127.0.0.1:9000/webhooks/treasury",
+      "events": ["transaction.confirmed", "transaction.failed"]}'
+    # 3. run it with that secret (PORT: another port than 9000)
+    WEBHOOK_SECRET=whsec_... python examples/webhook_receiver.py
+
+Then record a transaction of one of the organization's wallets (docs/quickstart.md): at
+the next pass of the jobs it is confirmed and this prints ``transaction.confirmed: 0x…``.
+In production the URL is public and the setting stays off.
 
 * The signature is checked with the `standardwebhooks` library (the Standard Webhooks
   1.0 headers ``webhook-id``, ``webhook-timestamp``, ``webhook-signature``); a delivery
@@ -54,7 +65,9 @@ def create_receiver(
 if __name__ == "__main__":
 
     def show(payload: dict[str, Any]) -> None:
-        data = payload["data"]
-        print(f"{payload['type']}: {data['hash']} on chain {data['chainId']} ({data['status']})")
+        data = payload.get("data", {})
+        where = f"{data.get('hash')} on chain {data.get('chainId')} ({data.get('status')})"
+        print(f"{payload['type']}: {where}", flush=True)
 
-    create_receiver(os.environ["WEBHOOK_SECRET"], show).run(port=9000)
+    port = int(os.environ.get("PORT", "9000"))
+    create_receiver(os.environ["WEBHOOK_SECRET"], show).run(host="127.0.0.1", port=port)

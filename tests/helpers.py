@@ -6,7 +6,7 @@ import re
 import secrets
 from datetime import datetime
 
-from treasury.testing.statements import BANK_ACCOUNT
+from treasury.test_helpers.samples import BANK_ACCOUNT
 
 __all__ = ["BANK_ACCOUNT"]  # the sample body of a bank account, one for the library and tests
 

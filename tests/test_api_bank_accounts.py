@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from treasury import ValidationError
 from treasury.bank_accounts.models import aba_checksum_ok
 
 from .helpers import BANK_ACCOUNT, is_timestamp
@@ -107,3 +108,29 @@ def test_bank_name_of_256_characters_and_foreign_address_are_accepted(client):
 )
 def test_aba_checksum(number, ok):
     assert aba_checksum_ok(number) is ok
+
+
+@pytest.mark.parametrize("given", [1, "1", "not-a-uuid"])
+def test_a_transfer_naming_the_integer_id_is_told_which_id_to_give(client, tenant, given):
+    """The creation answer's `id` is the organization's number (1); transfers take the uuid
+    that the list shows as `id` (the creation's `providerExternalAccountId`): the 400 says so,
+    over HTTP and in Python."""
+    created = client.post("/v1/bank-accounts", json=BANK_ACCOUNT).json()
+    assert created["id"] == 1
+    wallet = tenant.org.wallets.create(label="Ops").address
+    body = {
+        "amount": "10",
+        "source": {"currency": "usd", "payment_rail": "ach_push", "external_account_id": given},
+        "destination": {"currency": "usdc", "payment_rail": "ethereum", "to_address": wallet},
+    }
+    r = client.post("/v1/transfers", json=body, headers={"Idempotency-Key": f"t-{given}"})
+    assert r.status_code == 400
+    (problem,) = r.json()["details"]["fields"]
+    assert problem["field"] == "source.external_account_id"
+    for words in ("uuid", "GET /v1/bank-accounts", "providerExternalAccountId", "integer `id`"):
+        assert words in problem["message"], problem
+    with pytest.raises(ValidationError, match="providerExternalAccountId"):
+        tenant.org.transfers.create(body)
+    body["source"]["external_account_id"] = created["providerExternalAccountId"]
+    r = client.post("/v1/transfers", json=body, headers={"Idempotency-Key": f"ok-{given}"})
+    assert r.status_code == 201, r.text

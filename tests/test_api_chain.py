@@ -144,6 +144,7 @@ def test_usdt_with_a_small_allowance_needs_a_reset_first(env: Env):
     )
     steps = r.json()["steps"]
     assert [s["type"] for s in steps] == ["reset-approval", "approval", "swap"]
+    assert "from 1 USDT to 0" in steps[0]["description"]  # token units, not 1000000
     for step in steps:
         assert env.sign_and_send(account, step["transaction"])["status"] == 1
     assert env.balance("c0", owner) == 10 * 10**18
@@ -310,12 +311,18 @@ def test_balances_and_yield(env: Env):
     owner = address().lower()
     env.fund(owner, "USDC", "250.5")
     env.fund(owner, "c0", "1000")
+    env.fund(owner, "ETH", "0.25")
     r = env.client.get(f"/v1/{CHAIN}/balances/{owner}")
     assert r.status_code == 200
     body = r.json()
-    assert body["count"] == len(body["data"]) == 3
+    assert body["count"] == len(body["data"]) == 4
     by_symbol = {item["symbol"]: item for item in body["data"]}
-    assert set(by_symbol) == {"USDC", "USDT", "c0"}
+    assert set(by_symbol) == {"USDC", "USDT", "c0", "ETH"}
+    assert by_symbol["ETH"] == {  # the gas coin, last, at the native-asset address of EIP-7528
+        "token": "0x" + "e" * 40, "name": "Ether", "symbol": "ETH",
+        "raw": str(25 * 10**16), "decimals": 18,
+    }  # fmt: skip
+    assert body["data"][-1]["symbol"] == "ETH"
     assert by_symbol["USDC"] == {
         "token": env.chain.addresses["USDC"], "name": by_symbol["USDC"]["name"],
         "symbol": "USDC", "raw": "250500000", "decimals": 6,

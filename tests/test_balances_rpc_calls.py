@@ -15,7 +15,7 @@ from treasury.backends.chain import ChainConfig
 from treasury.backends.chain._deploy import artifacts
 from treasury.backends.chain.devnet import DevnetChain
 from treasury.backends.chain.rpc import RpcChain
-from treasury.evm.abi import BALANCE_OF, calldata
+from treasury.evm.abi import BALANCE_OF, GET_ETH_BALANCE, calldata
 
 from .conftest import MASTER_KEY, make_tenant
 from .helpers import address
@@ -67,7 +67,8 @@ def test_on_anvil_up_to_100_tokens_is_one_eth_call(
     balances = org.balances.get(31337, holder)
     assert eth_calls(sent) == expected_calls
     assert len(sent) == expected_calls  # nothing else went over the wire
-    assert balances.count == len(balances.data) == 3 + extra
+    assert balances.count == len(balances.data) == 3 + extra + 1  # and ETH, in the same call
+    assert balances.data[-1].symbol == "ETH" and balances.data[-1].token == "0x" + "e" * 40
     by_token = {item.token: item for item in balances.data}
     assert by_token[anvil["addresses"]["USDC"]].raw == "3000000"
     for i, token in enumerate(tokens):
@@ -97,7 +98,7 @@ def test_on_the_devnet_100_tokens_is_one_eth_call(new_storage_url):
     chain.calls = 0
     balances = org.balances.get(31337, holder)
     assert chain.calls == 1
-    assert balances.count == 100
+    assert balances.count == 101  # and ETH, read in the same call
     assert sum(int(item.raw) for item in balances.data) == sum(range(1, 98)) * 10**6
     t.close()
 
@@ -124,7 +125,7 @@ def test_token_metadata_is_read_once_per_chain(new_storage_url):
     first = org.balances.get(31337, address())
     second = org.balances.get(31337, address())
     assert [item.symbol for item in second.data] == [item.symbol for item in first.data]
-    balance_of = BALANCE_OF.selector
-    assert len(chain.batches[0]) == 4 * 3  # balance, name, symbol, decimals of 3 tokens
-    assert chain.batches[1] == [balance_of] * 3  # then balances only
+    balance_of, eth = BALANCE_OF.selector, GET_ETH_BALANCE.selector
+    assert len(chain.batches[0]) == 1 + 4 * 3  # ETH; balance, name, symbol, decimals of 3 tokens
+    assert chain.batches[1] == [eth] + [balance_of] * 3  # then balances only
     t.close()

@@ -89,13 +89,21 @@ def test_init_json_fields(cwd: Path) -> None:
     assert key["expiresAt"] is None and key["revokedAt"] is None
 
 
-def test_second_init_refuses_unless_forced(cwd: Path) -> None:
-    run("init")
-    refused = run("init", code=1)
-    assert "already initialized" in refused.stderr and "--force" in refused.stderr
-    assert "Traceback" not in refused.output and "trk_" not in refused.output
-    error = json.loads(run("init", "--json", code=1).stderr)
-    assert "already initialized" in error["error"]
+def test_init_again_changes_nothing_says_so_and_exits_0(cwd: Path) -> None:
+    first = run_json("init")
+    with open_db() as t:
+        before = (t.admin.list_organizations(), t.admin.list_api_keys(first["organization"]["id"]))
+    again = run("init")  # exit 0: `treasury init && treasury serve` can be run again
+    assert "already initialized" in again.stdout and "nothing changed" in again.stdout
+    assert "--force" in again.stdout
+    assert "Traceback" not in again.output and "trk_" not in again.output
+    shown = run_json("init")
+    assert shown["alreadyInitialized"] is True
+    assert [o["id"] for o in shown["organizations"]] == [first["organization"]["id"]]
+    assert "apiKey" not in shown
+    with open_db() as t:
+        after = (t.admin.list_organizations(), t.admin.list_api_keys(first["organization"]["id"]))
+    assert after == before
     run("init", "--force", "--org-name", "Second")
     names = [o["name"] for o in run_json("orgs", "list")["data"]]
     assert names == ["My organization", "Second"]
@@ -347,6 +355,7 @@ def test_yield_periods_show_and_publish(cwd: Path) -> None:
     by the CLI; an unknown period exits 1; `publish` runs the two yield jobs."""
     from datetime import UTC, datetime, timedelta
 
+    from treasury.money import to_units
     from treasury.yields.periods import bounds, period_of
 
     tuesday = datetime(2026, 11, 17, 9, 30, tzinfo=UTC)
@@ -365,7 +374,9 @@ def test_yield_periods_show_and_publish(cwd: Path) -> None:
     assert week in run("yield", "periods").stdout
     shown = run_json("yield", "show", week, "--chain", "31337")
     assert [leaf["account"] for leaf in shown["leaves"]] == [wallet]
-    assert "Root 0x" in run("yield", "show", week).stdout
+    text = run("yield", "show", week).stdout
+    assert "Root 0x" in text and "raw" not in text
+    assert f"{to_units(shown['total'], 18)} c0" in text  # token units, not raw
     assert "not published" in run("yield", "show", "1", code=1).stderr
     published = run_json("yield", "publish")
     assert published["errors"] == {} and set(published["counts"]) <= {

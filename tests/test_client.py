@@ -183,3 +183,11 @@ def test_a_connection_that_fails_is_retried_with_the_same_key(live):
         wallet = c.wallets.create(label="Flaky")
     assert wallet.label == "Flaky" and len(keys) == 2 and keys[0] == keys[1] is not None
     http.close()
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/"])
+def test_the_base_url_works_with_or_without_the_v1_that_serve_prints(live, suffix):
+    with TreasuryClient(live["url"] + suffix, api_key=live["tenant"].secret) as c:
+        listed = c.wallets.list()
+        assert [w.id for w in listed] == [w.id for w in listed.data]  # a list iterates
+        assert repr(c) == f"<TreasuryClient {live['url']}/v1>"

@@ -31,6 +31,7 @@ def test_the_demo_runs_every_step_on_the_defaults(tmp_path):
         "an off-ramp of 50 USDC", "the transfers feed", "every step gave what it should",
     ):  # fmt: skip
         assert step in done.stdout, step
+    assert "c0 a year" in done.stdout and "raw" not in done.stdout  # token units only
     assert list(tmp_path.iterdir()) == []  # nothing left behind in the user's folder
 
 

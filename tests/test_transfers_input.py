@@ -103,7 +103,7 @@ def cases(env: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
         ("negative", swap("deposit", mine, mine, "-5"), "amount"),
         ("malformed", swap("deposit", mine, mine, "1e3"), "amount"),
         ("seven places", swap("deposit", mine, mine, "1.0000001"), "amount"),
-        ("a number", change(deposit, "amount", 10), "amount"),
+        ("a float", change(deposit, "amount", 10.5), "amount"),  # an integer is taken (exact)
         ("long reference", swap("deposit", mine, mine, "1", client_reference_id="x" * 257), "client_reference_id"),
         ("empty reference", swap("deposit", mine, mine, "1", client_reference_id=""), "client_reference_id"),
         ("unknown field", change(deposit, "memo", "hi"), "memo"),

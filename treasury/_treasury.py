@@ -40,8 +40,9 @@ from .virtual.sweep import sweep_virtual_wallets
 from .wallets import Wallets
 from .webhooks import Webhooks
 from .webhooks.dispatcher import deliver_webhooks
-from .yields import Yields
+from .yields import Yields, trial
 from .yields.artifacts import YieldArtifacts
+from .yields.models import YieldPeriod
 from .yields.publication import publish_yield_periods
 from .yields.snapshots import snapshot_yields
 
@@ -105,7 +106,7 @@ class OrganizationHandle:
         self.scope.runtime.chains.require(chain_id)
 
     def __repr__(self) -> str:
-        return f"<treasury.OrganizationHandle {self.id}>"
+        return f"<treasury.OrganizationHandle {self.id} user={self.user_id!r}>"
 
 
 class Treasury:
@@ -114,6 +115,7 @@ class Treasury:
     def __init__(self, runtime: Runtime, settings: Settings):
         self._runtime = runtime
         self.settings = settings
+        self._shown = type(runtime.storage).__name__  # `open` puts the URL, password hidden
         self.admin = Admin(runtime)
         self.yield_artifacts = YieldArtifacts(runtime)
         self.rate_limiter = RateLimiter(
@@ -171,7 +173,10 @@ class Treasury:
         )
         runtime.fiat.bind(FiatContext(chain=runtime.chains.get))
         migrate(store, now=runtime.now_text())
-        return cls(runtime, settings)
+        treasury = cls(runtime, settings)
+        if not isinstance(storage, Storage):
+            treasury._shown = plugins.redacted(settings.storage)
+        return treasury
 
     def for_api_key(self, secret: str | None) -> OrganizationHandle:
         """The organization a key belongs to; 401-type errors exactly as the specification."""
@@ -195,6 +200,21 @@ class Treasury:
         """Trusted in-process access to an organization, without an API key."""
         self.admin.get_organization(org_id)
         return OrganizationHandle(Scope(self._runtime, org_id, user_id))
+
+    def close_yield_period(self, chain_id: int | None = None) -> YieldPeriod | None:
+        """Try a distribution now, on a chain that can mint (default: the primary chain):
+        snapshot, close the current period a moment later and publish it (its root posted).
+        The period stays closed for the rest of its week. The published period, or None
+        when no holder earned anything; `Conflict` on another chain or a closed period."""
+        return trial.close_current_period(self._runtime, self._chain_or_primary(chain_id))
+
+    def why_no_yield_period(self, chain_id: int | None = None) -> str:
+        """Why a chain (default: the primary chain) has no period to publish now."""
+        return trial.why_nothing(self._runtime, self._chain_or_primary(chain_id))
+
+    def _chain_or_primary(self, chain_id: int | None) -> int:
+        chains = self._runtime.chains
+        return chains.primary if chain_id is None else chains.require(chain_id)
 
     def chain(self, chain_id: int) -> Any:
         """The backend of a configured chain (the devnet adds `faucet`); 404 if unknown."""
@@ -229,6 +249,10 @@ class Treasury:
     @property
     def storage(self) -> Storage:
         return self._runtime.storage
+
+    def __repr__(self) -> str:
+        chains = ", ".join(str(c) for c in sorted(self.settings.chains))
+        return f"<treasury.Treasury storage={self._shown} chains=[{chains}]>"
 
     def close(self) -> None:
         self._runtime.chains.close()

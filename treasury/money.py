@@ -28,10 +28,9 @@ def to_raw(amount: str | int | Decimal, decimals: int) -> int:
     return raw
 
 
-def from_raw(raw: int, decimals: int) -> str:
-    """Raw units to whole units as a plain decimal string, exactly:
-    ``from_raw(7_500_000, 6) == "7.5"``, ``from_raw(0, 18) == "0"``."""
-    sign, raw = ("-", -raw) if raw < 0 else ("", raw)
-    whole, fraction = divmod(raw, 10**decimals)
-    digits = f"{fraction:0{decimals}d}".rstrip("0") if decimals else ""
-    return f"{sign}{whole}.{digits}" if digits else f"{sign}{whole}"
+def to_units(raw: int | str, decimals: int) -> str:
+    """Raw units to whole units, exactly, without trailing zeros:
+    ``to_units(250_500_000, 6) == "250.5"``; the texts people read quote these."""
+    whole, fraction = divmod(int(raw), 10**decimals)
+    digits = str(fraction).rjust(decimals, "0").rstrip("0")
+    return f"{whole}.{digits}" if digits else str(whole)

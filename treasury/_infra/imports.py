@@ -26,3 +26,24 @@ def call_locked(function: Any, *args: Any) -> Any:
     """Run `function` (e.g. an entry point's ``load``) under the same lock."""
     with _LOCK:
         return function(*args)
+
+
+#: The extra of ``treasury-api`` that installs each optional top-level module.
+EXTRAS: dict[str, str] = {
+    "psycopg": "postgres",
+    "psycopg_pool": "postgres",
+    "redis": "redis",
+    "flask": "http",
+    "werkzeug": "http",
+    "waitress": "http",
+    "gunicorn": "http",
+}
+
+
+def install_hint(error: ImportError, what: str) -> str:
+    """Why `what` cannot run, naming the extra that installs the missing module."""
+    module = (getattr(error, "name", None) or "").split(".")[0]
+    extra = EXTRAS.get(module)
+    if extra is None:
+        return f"{what} cannot be imported: {error}"
+    return f"{what} needs {module!r}, which is not installed: pip install 'treasury-api[{extra}]'"

@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Self
 
 from ..errors import TreasuryError
+from .logs import Conditions
 from .runtime import Runtime
 
 log = logging.getLogger("treasury.jobs")
@@ -29,16 +30,32 @@ class RunSummary:
     counts: dict[str, int] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.standing: set[str] = set()  # counts of conditions, not of work done
+
     def __getitem__(self, name: str) -> int:
         """A count, 0 when nothing was counted under `name`."""
         return self.counts.get(name, 0)
+
+    @property
+    def work(self) -> dict[str, int]:
+        """The non-zero counts of work done (conditions such as a wallet without gas
+        left out): what makes a pass worth a log line."""
+        return {k: n for k, n in sorted(self.counts.items()) if n and k not in self.standing}
 
 
 class Report:
     """One job's view of the summary of its pass."""
 
-    def __init__(self, job: str, summary: RunSummary) -> None:
-        self._job, self._summary = job, summary
+    def __init__(self, job: str, summary: RunSummary, conditions: Conditions) -> None:
+        self._job, self._summary, self._conditions = job, summary, conditions
+
+    def condition(self, part: str, message: str, *, count: str) -> None:
+        """A standing condition of `part` (logged when it starts or changes, not at every
+        pass), counted under `count`."""
+        self._conditions.report(f"{self._job}: {part}", message)
+        self._summary.standing.add(count)
+        self.add({count: 1})
 
     def add(self, counts: Mapping[str, int] | None = None, **more: int) -> None:
         for name, n in {**(counts or {}), **more}.items():
@@ -52,7 +69,7 @@ class Report:
             yield
         except Exception as error:  # isolated on purpose: one part's outage is reported
             message = error.message if isinstance(error, TreasuryError) else repr(error)
-            log.warning("%s failed: %s", where, message, exc_info=True)
+            self._conditions.report(where, f"{where} failed: {message}", exc_info=True)
             self._summary.errors[where] = message
 
 
@@ -66,9 +83,10 @@ def run_pass(runtime: Runtime, jobs: Sequence[Job]) -> RunSummary:
     """Run each job once, in order; each isolated from the others."""
     summary = RunSummary()
     for job in jobs:
-        report = Report(job.name, summary)
+        report = Report(job.name, summary, runtime.conditions)
         with report.part():
             job.run(runtime, report)
+    runtime.conditions.settle(job.name for job in jobs)
     return summary
 
 
@@ -84,6 +102,7 @@ class BackgroundWorker:
         on_pass: Callable[[RunSummary], None] | None = None,
     ) -> None:
         self._run_pass, self._interval, self._on_pass = run_pass, interval, on_pass
+        self._failures = Conditions(log)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -95,7 +114,12 @@ class BackgroundWorker:
                     self._on_pass(summary)
             except Exception as error:  # e.g. the storage is down: try again next pass
                 message = error.message if isinstance(error, TreasuryError) else repr(error)
-                log.error("background pass failed: %s", message, exc_info=True)
+                self._failures.report(
+                    "pass", f"background pass failed: {message}", level=logging.ERROR,
+                    exc_info=True,
+                )  # fmt: skip
+            else:
+                self._failures.settle(["pass"])
             self._stop.wait(self._interval)
 
     def start(self) -> Self:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
+from decimal import Decimal
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -52,6 +55,26 @@ Address = Annotated[
 """`0x` + 40 hex characters (mixed case only with a valid EIP-55 checksum), lowercase out."""
 
 NonZeroAddress = Annotated[Address, AfterValidator(_not_zero)]
+
+
+def _decimal_text(value: Any) -> Any:
+    """An `int` or a `Decimal` as its plain decimal string; a float refused (inexact)."""
+    if isinstance(value, float):
+        shown = format(Decimal(repr(value)), "f")  # 1e+20 -> "100000000000000000000"
+        raise ValueError(
+            f"a float ({value!r}) is not taken, floats are inexact: give a decimal string"
+            f' such as "{shown}", an int or a Decimal'
+        )
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, Decimal) and value.is_finite():
+        return format(value, "f")
+    return value
+
+
+DecimalText = Annotated[str, BeforeValidator(_decimal_text)]
+"""An amount in token units: a decimal string, or an `int` or `Decimal` given in Python
+(kept as its plain decimal string); a float is refused."""
 
 Label = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 """A human-readable name of 1 to 100 characters."""
@@ -124,8 +147,9 @@ class Timestamped(Resource):
     updated_at: datetime
 
 
-class ListOf(Resource, Generic[T]):
-    """`{"data": [...], "count": n}` with `count == len(data)`."""
+class _Items(Resource, Generic[T]):
+    """A list answer: iterating over it, ``len()`` and indexing reach its items (`data`),
+    not the model's fields as a pydantic model's iteration would."""
 
     data: list[T]
 
@@ -133,6 +157,19 @@ class ListOf(Resource, Generic[T]):
     @property
     def count(self) -> int:
         return len(self.data)
+
+    def __iter__(self) -> Iterator[T]:  # type: ignore[override]
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, index: int) -> T:
+        return self.data[index]
+
+
+class ListOf(_Items[T], Generic[T]):
+    """`{"data": [...], "count": n}` with `count == len(data)`; iterates over `data`."""
 
 
 class PageQuery(Body):
@@ -144,17 +181,11 @@ class PageQuery(Body):
     cursor: Annotated[str, StringConstraints(max_length=512)] | None = None
 
 
-class Page(Resource, Generic[T]):
+class Page(_Items[T], Generic[T]):
     """`{"data": [...], "nextCursor": str | null, "count": n}`, newest first; `next_cursor`
-    is None on the last page."""
+    is None on the last page. Iterates over `data`."""
 
-    data: list[T]
     next_cursor: str | None
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def count(self) -> int:
-        return len(self.data)
 
 
 class ListQuery(Body):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import TreasuryError
-from .imports import call_locked
+from .imports import call_locked, install_hint
 
 GROUPS = {
     "storage": "treasury.storage",
@@ -34,13 +34,28 @@ def scheme_of(url: str) -> str:
     return scheme.lower()
 
 
+def redacted(url: str) -> str:
+    """A backend URL without its password, fit to print or log."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username or ''}:***@{parts.hostname or ''}"
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 def backend_class(group: str, url: str) -> type[Any]:
     """The class registered under `url`'s scheme in the entry-point group."""
     scheme = scheme_of(url)
     found = entry_points(group=GROUPS[group])
     for ep in found:
         if ep.name == scheme:
-            return call_locked(ep.load)  # type: ignore[no-any-return]
+            try:
+                return call_locked(ep.load)  # type: ignore[no-any-return]
+            except ImportError as error:  # an extra not installed
+                what = f"the {group} backend {scheme!r}"
+                raise PluginNotFound(install_hint(error, what)) from error
     known = ", ".join(sorted(ep.name for ep in found)) or "none"
     hint = _INSTALL_HINTS.get((group, scheme))
     message = f"no {group} backend for scheme {scheme!r} (installed: {known})"

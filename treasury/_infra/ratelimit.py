@@ -22,7 +22,8 @@ from typing import Any, Protocol
 
 from limits import RateLimitItem, parse, storage, strategies
 
-from ..errors import RateLimited
+from ..errors import RateLimited, TreasuryError
+from .imports import install_hint
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,10 @@ class RateLimiter:
             self._key: _Window = _MemoryWindow(per_key)
             self._address: _Window = _MemoryWindow(per_address)
         elif storage_url.startswith(_REDIS_SCHEMES):
-            import redis  # the `redis` extra
+            try:
+                import redis  # the `redis` extra
+            except ImportError as error:
+                raise TreasuryError(install_hint(error, "rate_limit_storage redis://")) from error
 
             client = redis.Redis.from_url(storage_url)
             self._key = _RedisWindow(client, per_key, "key")

@@ -3,7 +3,8 @@ and `Scope`, one organization's view of them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..backends.custody.base import Custody
@@ -13,6 +14,7 @@ from ..evm.signing import Signer
 from .chains import ChainRegistry
 from .clock import Clock, to_text
 from .crypto import SecretBox
+from .logs import Conditions
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,11 @@ class Runtime:
     allow_private_webhook_urls: bool = False
     sweep_minimum: str = "1.00"
     snapshot_interval: int = 3600  # seconds between yield snapshots
+    #: Standing conditions of the background jobs, logged when they start or change.
+    conditions: Conditions = field(
+        default_factory=lambda: Conditions(logging.getLogger("treasury.jobs")),
+        compare=False,
+    )
 
     def now(self) -> datetime:
         return self.clock()

@@ -1,7 +1,9 @@
 """Token balances of an address: one Multicall3 `eth_call` per 100 tokens.
 
 A token's name, symbol and decimals are read with its first balance and then cached per
-chain, so later calls ask for balances only.
+chain, so later calls ask for balances only. The chain's own coin (ETH, which pays for
+gas) is read in the first call too (Multicall3 `getEthBalance`) and listed last, under
+the native-asset address of EIP-7528.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from .._infra.chains import TokenMetadata
 from .._infra.group import Group
 from .._infra.models import Address, ListOf
 from .._infra.validation import parse_value
-from ..evm.abi import BALANCE_OF, DECIMALS, NAME, SYMBOL, Function
+from ..evm.abi import BALANCE_OF, DECIMALS, GET_ETH_BALANCE, NAME, SYMBOL, Function
 from ..evm.multicall import multicall
 from .models import TokenBalance
 
 TOKENS_PER_CALL = 100
+NATIVE = "0x" + "e" * 40  # EIP-7528: the address that stands for the chain's own coin
+ETH = TokenMetadata("Ether", "ETH", 18)
 _METADATA = (NAME, SYMBOL, DECIMALS)
 
 
@@ -28,15 +32,23 @@ class Balances(Group):
         known = runtime.chains.token_metadata(chain_id)
         address = str(parse_value(Address, address, "path", "address"))
         tokens = list(chain.tokens)
+        multicall_at = chain.addresses.get("multicall")
         items: list[TokenBalance] = []
-        for start in range(0, len(tokens), TOKENS_PER_CALL):
+        native = None
+        for start in range(0, max(len(tokens), 1), TOKENS_PER_CALL):
             chunk = tokens[start : start + TOKENS_PER_CALL]
             calls: list[tuple[str, Function, tuple[object, ...]]] = []
+            if start == 0 and multicall_at is not None:
+                calls.append((multicall_at, GET_ETH_BALANCE, (address,)))
             for token in chunk:
                 calls.append((token, BALANCE_OF, (address,)))
                 if token not in known:
                     calls += [(token, function, ()) for function in _METADATA]
+            if not calls:
+                continue
             results = iter(multicall(chain, calls))
+            if start == 0 and multicall_at is not None:
+                native = next(results)
             for token in chunk:
                 balance = next(results)
                 if token not in known:
@@ -58,4 +70,9 @@ class Balances(Group):
                         decimals=meta.decimals,
                     )
                 )
+        if native is not None:
+            items.append(
+                TokenBalance(token=NATIVE, name=ETH.name, symbol=ETH.symbol,
+                             raw=str(native[0]), decimals=ETH.decimals)
+            )  # fmt: skip
         return ListOf[TokenBalance](data=items)

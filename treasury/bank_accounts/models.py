@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Annotated, Literal, Self
 
-from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from .._infra.models import Body, Resource, Timestamped
+from ..errors import ValidationError
 
 _US_ZIP = re.compile(r"^\d{5}(-\d{4})?$")
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=256)]
@@ -107,3 +115,27 @@ class BankAccountSummary(Resource):
     bank_name: str
     account_owner_name: str
     account_number_last4: str
+
+
+#: What a transfer's `external_account_id` is, for the 400 that refuses anything else.
+EXTERNAL_ID_HINT = (
+    "must be a bank account's uuid: the `id` that GET /v1/bank-accounts lists, which is the"
+    " creation answer's `providerExternalAccountId` (not its integer `id`)"
+)
+
+
+def _id_text(value: object) -> object:
+    """An integer given as `external_account_id` reaches the uuid check (and its hint)."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+ExternalAccountId = Annotated[str, BeforeValidator(_id_text), StringConstraints(max_length=64)]
+"""A transfer's `external_account_id`: checked as a uuid by `parse_external_id`."""
+
+
+def parse_external_id(value: object, field: str) -> str:
+    """A bank account's uuid as transfers name it, or a 400 that says which id to give."""
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        raise ValidationError.field("body", field, EXTERNAL_ID_HINT) from None

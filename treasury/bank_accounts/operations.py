@@ -22,13 +22,19 @@ from .._infra.jobs import Report
 from .._infra.models import ListOf
 from .._infra.runtime import Runtime
 from .._infra.sql import take_expired_leases
-from .._infra.validation import parse_input, parse_value
+from .._infra.validation import parse_input
 from ..admin.customers import provider_customer
 from ..backends.fiat.base import ExternalAccount
 from ..backends.storage.base import Row, Transaction
 from ..errors import NotFound
 from . import store
-from .models import BankAccount, BankAccountRow, CreateBankAccount, PostalAddress
+from .models import (
+    BankAccount,
+    BankAccountRow,
+    CreateBankAccount,
+    PostalAddress,
+    parse_external_id,
+)
 
 _NUMBER = "bank-account-number"
 _ROUTING = "bank-routing-number"
@@ -95,7 +101,7 @@ class BankAccounts(Group):
 
     def get(self, external_id: str) -> BankAccountRow:
         """One bank account by the uuid transfers use as `external_account_id`."""
-        external_id = str(parse_value(uuid.UUID, external_id, "body", "external_account_id"))
+        external_id = parse_external_id(external_id, "external_account_id")
         with self._scope.runtime.storage.read() as tx:
             row = store.by_external_id(tx, self._scope.org_id, external_id)
         if row is None:

@@ -15,17 +15,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
-from urllib.parse import urlsplit, urlunsplit
 
 import click
 
 from .._infra.jobs import RunSummary
-from .._infra.plugins import scheme_of
+from .._infra.plugins import redacted, scheme_of
 from .._treasury import Treasury
 from ..admin import ApiKey, CreatedApiKey
 from ..backends.chain.base import ChainConfig
 from ..config import Settings
 from ..errors import TreasuryError
+
+__all__ = ["redacted"]  # re-exported for the commands (it lives with the backend URLs)
 
 DEFAULT_CONFIG = "treasury.toml"
 log = logging.getLogger("treasury")
@@ -148,17 +149,6 @@ def key_status(key: ApiKey, now: datetime) -> str:
     if key.expires_at is not None and key.expires_at <= now:
         return "expired"
     return "active"
-
-
-def redacted(url: str) -> str:
-    """A storage URL without its password, fit to print."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username or ''}:***@{parts.hostname or ''}"
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def secret_lines(key: CreatedApiKey) -> list[str]:

@@ -10,7 +10,6 @@ from ..admin import Organization
 from ._shared import (
     command,
     emit,
-    fail,
     key_status,
     open_treasury,
     parse_expiry,
@@ -30,16 +29,21 @@ from ._shared import (
 @command
 @click.pass_context
 def init(ctx: click.Context, org_name: str, user_id: str, force: bool) -> None:
-    """Create the database, its first organization and first API key."""
+    """Create the database, its first organization and first API key. On a database that
+    already has organizations it changes nothing and says so (exit 0), unless --force."""
     t = open_treasury(ctx)
     existing = t.admin.list_organizations()
     if existing and not force:
-        fail(
+        emit(
             ctx,
-            f"already initialized ({len(existing)} organization(s) in"
-            f" {redacted(t.settings.storage)}); use --force to add another organization,"
-            " or `treasury keys create ORG_ID` for a new key",
+            {"alreadyInitialized": True, "organizations": [o.to_json() for o in existing]},
+            lambda: [
+                f"{redacted(t.settings.storage)} is already initialized"
+                f" ({len(existing)} organization(s)); nothing changed. Use --force to add"
+                " another organization, or `treasury keys create ORG_ID` for a new key."
+            ],
         )
+        return
     org = t.admin.create_organization(org_name)
     key = t.admin.create_api_key(org.id, user_id=user_id)
     emit(

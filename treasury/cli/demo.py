@@ -28,8 +28,8 @@ import click
 from .._treasury import Treasury
 from ..client import TreasuryClient
 from ..config import Settings
-from ..testing.server import serve
-from ..testing.statements import BANK_ACCOUNT
+from ..money import to_units
+from ..test_helpers.samples import BANK_ACCOUNT
 from ._shared import State, load_settings
 
 CHAIN = 31337
@@ -100,7 +100,8 @@ def _run(settings: Settings, passes: int) -> None:
         estimate = step("the yield estimate", lambda: c.yields.estimate(CHAIN, wallet.address))
         if estimate.earning != str(100 * 10**18):
             raise StepFailed(f"the yield estimate: earning {estimate.earning}, not 100 c0")
-        click.echo(f"    apy {estimate.rate.apy:.4%}: {estimate.annual_yield} raw c0 a year")
+        yearly = to_units(estimate.annual_yield, 18)
+        click.echo(f"    apy {estimate.rate.apy:.4%}: {yearly} c0 a year on 100 c0")
         step.until("a webhook delivered and its signature verified", lambda: receiver.verified)
         offramp = step("an off-ramp of 50 USDC to the bank", lambda: c.transfers.create(
             amount="50",
@@ -122,6 +123,15 @@ def _app(t: Treasury) -> Any:
     from ..http import create_app
 
     return create_app(t)
+
+
+@contextmanager
+def serve(app: Any) -> Iterator[str]:
+    """The app on a free loopback port (the `http` extra's server)."""
+    from ..http.loopback import serve as loopback
+
+    with loopback(app) as url:
+        yield url
 
 
 class _Stepper:

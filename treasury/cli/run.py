@@ -234,7 +234,10 @@ def worker(ctx: click.Context, interval: float, once: bool) -> None:
 
     if once:
         summary = t.run_once()
-        report(summary)
+        if state.json:
+            report(summary)
+        else:
+            _log_pass(summary, always=True)
         if summary.errors:  # scripts and cron see a failed pass
             ctx.exit(1)
         return
@@ -245,10 +248,13 @@ def worker(ctx: click.Context, interval: float, once: bool) -> None:
     log.info("worker stopped")
 
 
-def _log_pass(summary: RunSummary) -> None:
-    """One log line per pass (failures themselves are logged by the jobs)."""
-    counts = [f"{name}={n}" for name, n in sorted(summary.counts.items()) if n]
-    log.info("jobs pass: %s", ", ".join([*counts, f"errors={len(summary.errors)}"]))
+def _log_pass(summary: RunSummary, *, always: bool = False) -> None:
+    """A log line for a pass that did something (failures and standing conditions are
+    logged by the jobs, once each until they change); `always` for `worker --once`."""
+    work = [f"{name}={n}" for name, n in summary.work.items()]
+    if work or always:
+        errors = [f"errors={len(summary.errors)}"] if summary.errors or always else []
+        log.info("jobs pass: %s", ", ".join([*work, *errors]))
 
 
 @click.command()

@@ -5,7 +5,17 @@ from __future__ import annotations
 import click
 
 from .._infra.models import ListOf
-from ._shared import command, emit, open_treasury, table, when
+from .._treasury import Treasury
+from ..money import to_units
+from ._shared import command, emit, fail, in_process_chains, open_treasury, table, when
+
+C0_DECIMALS = 18
+
+
+def c0(raw: str) -> str:
+    """Raw c0 (as the API shows it) in token units, for the tables people read."""
+    return to_units(raw, C0_DECIMALS)
+
 
 PUBLISHING = ("snapshot_yields", "publish_yield_periods")
 
@@ -23,13 +33,13 @@ def periods(ctx: click.Context) -> None:
     listed = open_treasury(ctx).yield_artifacts.list()
     assert isinstance(listed, ListOf)  # without a period id: the list
     rows = [
-        [p.period_id, str(p.chain_id), when(p.starts_at), str(p.count), p.total, p.root]
+        [p.period_id, str(p.chain_id), when(p.starts_at), str(p.count), c0(p.total), p.root]
         for p in listed.data
     ]
     emit(
         ctx,
         listed.to_json(),
-        lambda: table(["PERIOD", "CHAIN", "STARTS", "CLAIMS", "TOTAL (raw c0)", "ROOT"], rows),
+        lambda: table(["PERIOD", "CHAIN", "STARTS", "CLAIMS", "TOTAL (c0)", "ROOT"], rows),
     )
 
 
@@ -41,35 +51,71 @@ def periods(ctx: click.Context) -> None:
 def show(ctx: click.Context, period_id: str, chain_id: int | None) -> None:
     """One published period: its root and every claim (index, account, amount)."""
     period = open_treasury(ctx).yield_artifacts.get(period_id, chain_id)
-    rows = [[str(leaf.index), leaf.account, leaf.amount] for leaf in period.leaves]
+    rows = [[str(leaf.index), leaf.account, c0(leaf.amount)] for leaf in period.leaves]
     emit(
         ctx,
         period.to_json(),
         lambda: [
             f"Period {period.period_id} on chain {period.chain_id}:"
             f" {when(period.starts_at)} to {when(period.ends_at)}",
-            f"Root {period.root}, {period.count} claims, {period.total} raw c0",
-            *table(["INDEX", "ACCOUNT", "AMOUNT (raw c0)"], rows),
+            f"Root {period.root}, {period.count} claims, {c0(period.total)} c0",
+            *table(["INDEX", "ACCOUNT", "AMOUNT (c0)"], rows),
         ],
     )
 
 
 @yield_.command()
+@click.option(
+    "--period-now",
+    is_flag=True,
+    help="Close the current period now and publish it: a trial, on a chain that can mint.",
+)
+@click.option("--chain", "chain_id", type=click.IntRange(1), help="Default: the primary chain.")
 @command
 @click.pass_context
-def publish(ctx: click.Context) -> None:
+def publish(ctx: click.Context, period_now: bool, chain_id: int | None) -> None:
     """Take a snapshot if one is due and publish every ended period now (what each pass
-    of `serve` or `worker` does)."""
-    summary = open_treasury(ctx).run_once(only=PUBLISHING)
-    data = {"counts": summary.counts, "errors": summary.errors}
+    of `serve` or `worker` does); say why when nothing was published. --period-now
+    closes the current period at once (a trial on a test chain; it stays closed)."""
+    t = open_treasury(ctx)
+    if period_now:
+        _publish_now(ctx, t, chain_id)
+        return
+    summary = t.run_once(only=PUBLISHING)
+    published = summary["yield_periods_published"]
+    chains = [chain_id] if chain_id is not None else sorted(t.settings.chains)
+    reasons = [t.why_no_yield_period(c) for c in chains] if not published else []
+    data = {"counts": summary.counts, "errors": summary.errors, "reasons": reasons}
     emit(
         ctx,
         data,
         lambda: [
-            f"snapshots taken: {summary['yield_snapshots']},"
-            f" periods published: {summary['yield_periods_published']}",
+            f"snapshots taken: {summary['yield_snapshots']}, periods published: {published}",
+            *reasons,
             *(f"error: {where}: {message}" for where, message in summary.errors.items()),
         ],
     )
     if summary.errors:
         ctx.exit(1)
+
+
+def _publish_now(ctx: click.Context, t: Treasury, chain_id: int | None) -> None:
+    target = chain_id or t.settings.primary_chain or min(t.settings.chains, default=None)
+    if target in in_process_chains(t.settings):
+        fail(
+            ctx,
+            "the in-process devnet lives inside the process that serves it: close the period"
+            " there (t.close_yield_period() in Python), or start `treasury devnet` and"
+            " configure its URL",
+        )
+    period = t.close_yield_period(chain_id)
+    if period is None:
+        emit(ctx, {"published": None}, lambda: [
+            "the current period is closed; no holder earned anything in it, so nothing is"
+            " listed (hold c0 in a wallet of an organization, then try again next period)"
+        ])  # fmt: skip
+        return
+    emit(ctx, {"published": period.to_json()}, lambda: [
+        f"Period {period.period_id} on chain {period.chain_id} closed at {when(period.ends_at)}"
+        f" and published: {period.count} claims, {c0(period.total)} c0, root {period.root}"
+    ])  # fmt: skip

@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any, Self
+from urllib.parse import urlsplit
 
 import httpx
 from pydantic import BaseModel, TypeAdapter
@@ -32,7 +33,10 @@ RETRY_AFTER_CAP = 60.0  # seconds: a longer Retry-After is raised, not slept thr
 
 
 class TreasuryClient:
-    """A typed client of ``{base_url}/v1`` (``prefix``), authenticated by `api_key`."""
+    """A typed client of ``{base_url}/v1`` (``prefix``), authenticated by `api_key`.
+
+    `base_url` may end with the prefix or not: ``http://127.0.0.1:8000`` and the
+    ``http://127.0.0.1:8000/v1`` that ``treasury serve`` prints are the same service."""
 
     def __init__(
         self,
@@ -47,7 +51,9 @@ class TreasuryClient:
     ) -> None:
         self._owned = http_client is None
         self._http = http_client or httpx.Client(timeout=timeout)
-        self._base = base_url.rstrip("/") + prefix
+        base, prefix = base_url.rstrip("/"), prefix.rstrip("/")
+        given = urlsplit(base).path  # "…/v1" as `serve` prints it, or the root
+        self._base = base if prefix and given.endswith(prefix) else base + prefix
         self._headers = {"x-api-key": api_key} if api_key else {}
         self.max_retries, self.backoff = max_retries, backoff
         groups: dict[str, _Group] = {}
@@ -59,6 +65,9 @@ class TreasuryClient:
 
     def __getattr__(self, name: str) -> Any:  # the groups, for type checkers
         raise AttributeError(f"{type(self).__name__} has no group {name!r}")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._base}>"
 
     def close(self) -> None:
         if self._owned:

@@ -23,6 +23,7 @@ from werkzeug.routing import BaseConverter
 from .._treasury import Treasury
 from ..errors import MethodNotAllowed, NotFound
 from ..operations import IDEMPOTENCY_HEADER, OPERATIONS, PREFIX, Operation, invoke, is_integer
+from ._access import AccessLog
 from ._body import json_body
 from ._errors import error_response
 from ._openapi import openapi_document
@@ -70,6 +71,7 @@ def create_app(treasury: Treasury | None = None) -> Flask:
     app = Flask("treasury")
     app.register_blueprint(create_blueprint(treasury))
     app.register_error_handler(Exception, error_response)
+    app.wsgi_app = AccessLog(app.wsgi_app)  # type: ignore[method-assign]
     return app
 
 

@@ -7,10 +7,11 @@ import logging
 import uuid
 from typing import Any
 
-from flask import Response
+from flask import Response, has_request_context, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from ..errors import PayloadTooLarge, TreasuryError
+from ._access import REQUEST_ID
 
 log = logging.getLogger("treasury.http")
 
@@ -25,11 +26,17 @@ def error_response(raised: BaseException) -> Response:
     and anything else (ours to fix) a 500 with a request id and never a stack trace."""
     error = _as_treasury_error(raised)
     if error.status == 500:  # a fault of ours, however it was raised
-        request_id = uuid.uuid4().hex
+        request_id = _request_id()
         log.error("unexpected error, request id %s", request_id, exc_info=raised)
         body = {"error": "Internal server error", "details": {"requestId": request_id}}
         return json_response(500, body)
     return json_response(error.status, error.to_body(), error.headers)
+
+
+def _request_id() -> str:
+    """The id the access log gives this request (standalone app), else a new one."""
+    given = request.environ.get(REQUEST_ID) if has_request_context() else None
+    return given if isinstance(given, str) else uuid.uuid4().hex
 
 
 def _as_treasury_error(raised: BaseException) -> TreasuryError:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from .._infra.models import Address, Body, Resource
+from .._infra.models import Address, Body, DecimalText, Resource
 from ..money import to_raw
 
 
@@ -16,7 +16,7 @@ class PrepareSwap(Body):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
 
     token: Literal["USDC", "USDT"]
-    amount: str
+    amount: DecimalText
     from_: Address = Field(alias="from")
     recipient: Address | None = None
 

@@ -10,7 +10,7 @@ from .._infra.validation import parse_input
 from ..errors import UpstreamError, ValidationError
 from ..evm.abi import ALLOWANCE, APPROVE, DECIMALS, SWAP
 from ..evm.multicall import multicall
-from ..money import to_raw
+from ..money import to_raw, to_units
 from .models import Prepared, PrepareSummary, PrepareSwap, Step, StepTransaction
 
 Direction = Literal["deposit", "withdraw"]
@@ -43,8 +43,9 @@ class Swaps(Group):
         )
         if decimals is None or allowance is None:
             raise UpstreamError(f"token {token_in} did not answer decimals/allowance")
+        places = int(str(decimals[0]))
         try:
-            raw = to_raw(request.amount, int(str(decimals[0])))
+            raw = to_raw(request.amount, places)
         except ValueError as error:
             raise ValidationError.field("body", "amount", str(error)) from None
         current = int(str(allowance[0]))
@@ -55,7 +56,8 @@ class Swaps(Group):
             steps.append(
                 _step(
                     "reset-approval",
-                    f"Reset the USDT allowance of the swap facility from {current} to 0",
+                    f"Reset the USDT allowance of the swap facility from {to_units(current, places)} USDT"
+                    " to 0",
                     token_in,
                     APPROVE.encode(facility, 0),
                 )

@@ -6,7 +6,7 @@ from typing import Literal, Self
 
 from pydantic import model_validator
 
-from .._infra.models import Address, Body, Resource
+from .._infra.models import Address, Body, DecimalText, Resource
 from ..money import to_raw
 
 Token = Literal["USDC", "USDT", "c0", "ETH"]
@@ -16,7 +16,7 @@ DECIMALS: dict[str, int] = {"USDC": 6, "USDT": 6, "c0": 18, "ETH": 18}
 class Faucet(Body):
     address: Address
     token: Token
-    amount: str
+    amount: DecimalText
 
     @model_validator(mode="after")
     def _amount_fits_the_token(self) -> Self:

@@ -40,6 +40,7 @@ from treasury.backends.fiat.sandbox import SandboxFiat
 from treasury.backends.storage.base import Storage, format_paramstyle
 from treasury.bank_accounts.models import BankAccount
 from treasury.recipients.models import Recipient
+from treasury.test_helpers.samples import BANK_ACCOUNT
 from treasury.testing._pages import PageTests
 from treasury.testing._storage_base import NOW
 from treasury.testing._support import THREAD_TIMEOUT, run_threads
@@ -54,22 +55,6 @@ MASTER_KEY = "0" * 64
 CHAIN_ID = 31337
 HOOK_URL = "http://127.0.0.1:9/hook"
 EVENTS = ["transaction.confirmed"]
-BANK_ACCOUNT: dict[str, Any] = {
-    "account_type": "us",
-    "currency": "usd",
-    "bank_name": "First Bank of Testing",
-    "business_name": "Acme Inc",
-    "account_owner_name": "Jane Doe",
-    "account_owner_type": "business",
-    "account": {"account_number": "000123456789", "routing_number": "021000021"},
-    "address": {
-        "street_line_1": "1 Main St",
-        "city": "New York",
-        "state": "NY",
-        "postal_code": "10001",
-        "country": "USA",
-    },
-}
 
 
 def new_address() -> str:

@@ -12,8 +12,8 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from .._infra.models import Address, Body, Resource, Timestamped
-from ..bank_accounts.models import BankAccountSummary
+from .._infra.models import Address, Body, DecimalText, Resource, Timestamped
+from ..bank_accounts.models import BankAccountSummary, ExternalAccountId
 from ..money import to_raw
 
 Currency = Literal["usd", "usdc", "usdt", "c0"]
@@ -51,7 +51,7 @@ class Source(Body):
     currency: Literal["usd", "usdc", "c0"]
     payment_rail: Literal["ach_push", "ethereum"]
     from_address: Address | None = None
-    external_account_id: Annotated[str, StringConstraints(max_length=64)] | None = None
+    external_account_id: ExternalAccountId | None = None
 
     @model_validator(mode="after")
     def _rail(self) -> Self:
@@ -63,7 +63,7 @@ class Destination(Body):
     currency: Literal["usd", "usdc", "c0"]
     payment_rail: Literal["ach", "ethereum"]
     to_address: Address | None = None
-    external_account_id: Annotated[str, StringConstraints(max_length=64)] | None = None
+    external_account_id: ExternalAccountId | None = None
 
     @model_validator(mode="after")
     def _rail(self) -> Self:
@@ -84,11 +84,11 @@ def _rail_fields(on_chain: bool, address: str | None, bank: str | None) -> None:
 
 
 class CreateTransfer(Body):
-    amount: Annotated[str, StringConstraints(max_length=100)]
+    amount: Annotated[DecimalText, StringConstraints(max_length=100)]
     client_reference_id: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = (
         None
     )
-    developer_fee: Annotated[str, StringConstraints(max_length=100)] | None = None
+    developer_fee: Annotated[DecimalText, StringConstraints(max_length=100)] | None = None
     source: Source
     destination: Destination
 

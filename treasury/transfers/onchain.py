@@ -25,7 +25,7 @@ from ..errors import UpstreamError, ValidationError
 from ..evm.abi import ALLOWANCE, APPROVE, BALANCE_OF, GET_ETH_BALANCE, SWAP
 from ..evm.multicall import multicall
 from ..evm.signing import broadcast
-from ..money import from_raw, to_raw
+from ..money import to_raw, to_units
 from ..transactions import store as tracked
 from ..transactions.models import RecordTransaction
 from ..wallets import store as wallets
@@ -77,15 +77,15 @@ class Reserve:
         if available < self.raw:
             raise ValidationError.field(
                 "body", "amount",
-                f"insufficient balance: available {from_raw(available, decimals)} {symbol},"
-                f" requested {from_raw(self.raw, decimals)}",
+                f"insufficient balance: available {to_units(available, decimals)} {symbol},"
+                f" requested {to_units(self.raw, decimals)}",
             )  # fmt: skip
         gas = max(self.eth - held_wei, 0)
         if gas < self.wei:
             raise ValidationError.field(
                 "body", "source",
-                f"not enough ETH for gas: available {from_raw(gas, 18)} ETH,"
-                f" needed {from_raw(self.wei, 18)}",
+                f"not enough ETH for gas: available {to_units(gas, 18)} ETH,"
+                f" needed {to_units(self.wei, 18)}",
             )  # fmt: skip
 
     def columns(self) -> dict[str, str]:

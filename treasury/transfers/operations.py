@@ -21,7 +21,7 @@ from .._infra.runtime import Runtime
 from .._infra.validation import parse_input, parse_value
 from ..backends.storage.base import Row, Transaction
 from ..bank_accounts import store as bank_accounts
-from ..bank_accounts.models import BankAccountSummary
+from ..bank_accounts.models import BankAccountSummary, parse_external_id
 from ..errors import NotFound, ValidationError
 from ..wallets import store as wallets
 from . import fiat, nonces, onchain, store
@@ -196,7 +196,7 @@ class Transfers(Group):
 
     def _bank_account(self, side: str, external_id: str) -> Row:
         field = f"{side}.external_account_id"
-        external_id = str(parse_value(uuid.UUID, external_id, "body", field))
+        external_id = parse_external_id(external_id, field)
         with self._scope.runtime.storage.read() as tx:
             row = bank_accounts.provider_account(tx, self._scope.org_id, external_id)
         if row is None:

@@ -10,20 +10,17 @@ again at the next pass, not in a loop.
 
 from __future__ import annotations
 
-import logging
-
 from .._infra import idempotency
 from .._infra.jobs import Report
 from .._infra.runtime import Runtime
 from ..errors import ValidationError
 from ..evm.abi import BALANCE_OF, GET_ETH_BALANCE
 from ..evm.multicall import multicall
-from ..money import to_raw
+from ..money import to_raw, to_units
 from ..transfers import onchain
 from ..transfers.models import Currency
 from ..transfers.operations import claim, onchain_side
 
-log = logging.getLogger("treasury.sweep")
 WALLETS_PER_CALL = 33  # three sub-calls each: about 100 per multicall
 OPEN_SWEEPS = (
     "SELECT wallet_address FROM transfers WHERE pairing = 'sweep'"
@@ -61,17 +58,18 @@ def sweep_virtual_wallets(runtime: Runtime, report: Report) -> None:
             due = [(symbol, raw) for symbol, raw in balances if raw > minimum]
             if not due:
                 continue
+            where = f"virtual wallet {row['address']}"
             if eth == 0:
-                log.warning("virtual wallet %s has no ETH for gas: not swept", row["address"])
-                report.add(virtual_wallets_without_gas=1)
+                report.condition(where, f"{where} has no ETH for gas: not swept",
+                                 count="virtual_wallets_without_gas")  # fmt: skip
                 continue
             symbol, raw = due[0]  # one sweep per wallet at a time
-            with report.part(f"virtual wallet {row['address']}"):
+            with report.part(where):
                 try:
                     started = _sweep(runtime, chain_id, row, symbol, tokens[symbol], raw)
                 except ValidationError as short:  # not enough ETH for the legs' gas
-                    log.warning("virtual wallet %s not swept: %s", row["address"], short)
-                    report.add(virtual_wallets_without_gas=1)
+                    report.condition(where, f"{where} not swept: {short}",
+                                     count="virtual_wallets_without_gas")  # fmt: skip
                     continue
                 if started:
                     report.add(sweeps_started=1)
@@ -83,7 +81,7 @@ def _sweep(
     """Sign and start one sweep; False when another worker's sweep of the wallet is
     open (its signed legs are dropped unsent)."""
     chain = runtime.chains.get(chain_id)
-    amount = _whole(raw)
+    amount = to_units(raw, 6)
     swap = onchain.Swap(
         chain_id=chain_id,
         wallet=row["address"],
@@ -120,9 +118,3 @@ def _sweep(
             transfer_id = write(tx)
         idempotency.finish(runtime, row["org_id"], transfer_id, onchain.steps(runtime))
     return True
-
-
-def _whole(raw: int) -> str:
-    """Raw units of a 6-decimal stablecoin as a decimal string (250500000 -> "250.5")."""
-    whole, fraction = divmod(raw, 10**6)
-    return f"{whole}.{fraction:06d}".rstrip("0").rstrip(".")

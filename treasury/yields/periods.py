@@ -47,10 +47,14 @@ def growth(apy: Decimal, span: timedelta) -> Decimal:
     return _CTX.subtract(_CTX.power(_CTX.add(1, apy), exponent), 1)
 
 
-def amounts(snapshots: Sequence[Snapshot], period_id: int) -> dict[str, int]:
+def amounts(
+    snapshots: Sequence[Snapshot], period_id: int, until: datetime | None = None
+) -> dict[str, int]:
     """Each holder's amount for the period, from `snapshots` in time order (those before
-    the period count from its start); holders whose amount is zero are left out."""
+    the period count from its start), up to its end or `until` (a period closed early);
+    holders whose amount is zero are left out."""
     start, end = bounds(period_id)
+    end = until or end
     totals: dict[str, int] = {}
     for i, snapshot in enumerate(snapshots):
         until = snapshots[i + 1].taken_at if i + 1 < len(snapshots) else end

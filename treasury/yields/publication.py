@@ -71,22 +71,34 @@ def post_roots(runtime: Runtime, chain_id: int) -> None:
                 store.posted(tx, chain_id, row["period_id"], tx_hash)
 
 
-def publish_period(runtime: Runtime, chain_id: int, period_id: int) -> bool:
-    """Build and freeze one period; whether it has claims (and this call stored it)."""
+def publish_period(
+    runtime: Runtime, chain_id: int, period_id: int, until: datetime | None = None
+) -> bool:
+    """Build and freeze one period; whether it has claims (and this call stored it).
+    `until` closes the period there instead of at its end (a trial: `trial.py`)."""
     start, end = bounds(period_id)
+    end = until or end
     with runtime.storage.read() as tx:
-        owed = amounts(store.snapshots(tx, chain_id, start, end), period_id)
+        owed = amounts(store.snapshots(tx, chain_id, start, end), period_id, end)
     now = runtime.now()
-    period = build(chain_id, period_id, owed, now) if owed else None
+    period = build(chain_id, period_id, owed, now, end) if owed else None
     body = None if period is None else period.model_dump_json()
     with runtime.storage.transaction() as tx:
         stored = store.freeze(tx, chain_id, period_id, start, end, now, body)
     return stored and period is not None
 
 
-def build(chain_id: int, period_id: int, owed: dict[str, int], now: datetime) -> YieldPeriod:
-    """The artifact of a period from each holder's amount (all positive)."""
+def build(
+    chain_id: int,
+    period_id: int,
+    owed: dict[str, int],
+    now: datetime,
+    until: datetime | None = None,
+) -> YieldPeriod:
+    """The artifact of a period (closed at its end, or at `until`) from each holder's
+    amount (all positive)."""
     start, end = bounds(period_id)
+    end = until or end
     accounts = sorted(owed)
     values = [[i, account, str(owed[account])] for i, account in enumerate(accounts)]  # JSON-safe
     tree = StandardMerkleTree.of(values, LEAF_ENCODING)

@@ -29,9 +29,12 @@ def due(last: datetime | None, now: datetime, interval: timedelta) -> bool:
     return last is None or now - last >= interval or period_of(now) != period_of(last)
 
 
-def take_snapshot(runtime: Runtime, chain_id: int) -> bool:
-    """Read and store one snapshot of `chain_id` if one is due; whether one was stored."""
+def take_snapshot(runtime: Runtime, chain_id: int, *, force: bool = False) -> bool:
+    """Read and store one snapshot of `chain_id` if one is due (or `force`); whether one
+    was stored."""
     now, interval = runtime.now(), timedelta(seconds=runtime.snapshot_interval)
+    if force:
+        interval = timedelta(0)
     chain = runtime.chains.get(chain_id)
     c0, source = chain.addresses.get("c0"), chain.addresses.get("earner_rate_source")
     if c0 is None or source is None:
