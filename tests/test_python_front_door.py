@@ -110,6 +110,27 @@ def test_refused_amounts_are_quoted_in_token_units(tenant: Tenant, amount: str) 
     assert not RAW_NUMBER.search(swap_text) and "raw" not in swap_text, swap_text
 
 
+def test_a_balance_short_of_the_amount_is_quoted_in_token_units(
+    treasury: Treasury, tenant: Tenant
+) -> None:
+    """The wallet holds 372.5 USDC and 1.5 c0: asking for more names both amounts in the
+    token's units, never its raw units (USDC has 6 decimals, c0 18)."""
+    from .helpers import offramp
+
+    org, dev = tenant.org, treasury.chain(CHAIN)
+    wallet = org.wallets.create(label="Ops", idempotency_key="w").address
+    for symbol, amount in (("ETH", "1"), ("USDC", "372.5"), ("c0", "1.5")):
+        dev.faucet(wallet, symbol, amount)
+    bank = org.bank_accounts.create(BANK_ACCOUNT).provider_external_account_id
+    for body, expected in (
+        (swap("deposit", wallet, wallet, amount="400"), "available 372.5 USDC, requested 400"),
+        (offramp(wallet, bank, "372.6"), "available 372.5 USDC, requested 372.6"),
+        (swap("withdraw", wallet, wallet, amount="2"), "available 1.5 c0, requested 2"),
+    ):
+        text = _refusal(tenant, body)
+        assert expected in text and not RAW_NUMBER.search(text), text
+
+
 def test_a_fee_not_below_the_amount_is_quoted_in_token_units(tenant: Tenant) -> None:
     wallet = tenant.org.wallets.create(label="Ops", idempotency_key="w")
     body = swap("deposit", wallet.address, wallet.address, amount="372.5", developer_fee="372.5")
