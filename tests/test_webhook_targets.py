@@ -11,7 +11,6 @@ import httpx
 import pytest
 
 from treasury import Treasury
-from treasury.webhooks import special_addresses
 from treasury.webhooks.targets import TargetRefused, embedded_ipv4, is_public, pin
 
 from .conftest import MASTER_KEY, make_tenant
@@ -207,6 +206,8 @@ def _literal(address: IPv4Address | IPv6Address) -> str:
 
 
 def test_the_module_holds_exactly_the_registries_unreachable_blocks():
+    from treasury.webhooks import special_addresses
+
     held = {
         str(entry.network)
         for entry in (*special_addresses.IPV4, *special_addresses.IPV6)
