@@ -9,6 +9,7 @@ and oversized bodies, with its own errors in the JSON error body.
   the same way). Thousands of idle or half-sent sockets cannot lock real clients out,
   and the open descriptors never pass ``connection_limit`` (the process's open-files
   limit is raised to fit it).
+- A streamed answer is held in memory only as far as the client lags behind.
 - Waitress refuses a declared body above ``max_body_bytes`` before reading it, and a
   chunked one as soon as it passes the limit: nothing above it is ever spooled to disk.
 - What waitress answers itself (a malformed request line, headers above 256 KiB, a body
@@ -61,6 +62,16 @@ class _JsonErrorTask(ErrorTask):  # type: ignore[misc]
 
 class _Channel(HTTPChannel):  # type: ignore[misc]
     error_task_class = _JsonErrorTask
+
+    def _flush_some(self, do_close: bool = True) -> bool:
+        """Send what can be sent, then let go of what was sent: waitress's in-memory
+        output buffer keeps every byte written to it until it is pruned, which it never
+        is while a client keeps up, so a streamed answer would sit in memory whole."""
+        sent: bool = super()._flush_some(do_close=do_close)
+        drained = self.outbufs[0]
+        if not drained and drained.buf is not None and not drained.overflowed:
+            drained.prune()  # an empty in-memory buffer: a fresh one, nothing copied
+        return sent
 
 
 class _Server(TcpWSGIServer):  # type: ignore[misc]
@@ -116,6 +127,7 @@ def create_server(
         cleanup_interval=min(channel_timeout, 30),
         max_request_body_size=max_body_bytes + 1,  # waitress refuses a length >= this
         asyncore_use_poll=True,
+        outbuf_overflow=256 * 1024,
         **options,
     )
     sockets: dict[int, Any] = {}

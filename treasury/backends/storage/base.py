@@ -78,7 +78,7 @@ class Transaction(ABC):
         rows = self.query(sql, params)
         return rows[0] if rows else None
 
-    def stream(self, sql: str, params: Params = (), size: int = 500) -> Iterator[list[Row]]:
+    def stream(self, sql: str, params: Params = (), size: int = 100) -> Iterator[list[Row]]:
         """The rows of a query in lists of at most `size`, read from the database as they
         are consumed, so a long answer never sits in memory whole. Used inside `read` or
         `transaction`, consumed before the block ends."""
