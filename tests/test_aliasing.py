@@ -194,3 +194,15 @@ def test_a_key_given_twice_at_any_depth_is_400_naming_it(client, raw, key):
         problem = r.json()["details"]["fields"][0]
         assert problem["field"] == key and f'"{key}" more than once' in problem["message"]
     assert client.get("/v1/wallets").json()["count"] == 0
+
+
+def test_organization_names_and_user_ids_refuse_them_too(treasury):
+    from treasury.errors import ValidationError
+
+    for char in NOT_TEXT:
+        with pytest.raises(ValidationError, match=f"U\\+{ord(char):04X}"):
+            treasury.admin.create_organization(f"Acme{char}")
+    org = treasury.admin.create_organization("Acme")
+    with pytest.raises(ValidationError, match="U\\+202E"):
+        treasury.admin.create_api_key(org.id, user_id="ops\u202eadmin")
+    assert [o.name for o in treasury.admin.list_organizations()] == ["Acme"]
