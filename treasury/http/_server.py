@@ -127,7 +127,6 @@ def create_server(
         cleanup_interval=min(channel_timeout, 30),
         max_request_body_size=max_body_bytes + 1,  # waitress refuses a length >= this
         asyncore_use_poll=True,
-        outbuf_overflow=256 * 1024,
         **options,
     )
     sockets: dict[int, Any] = {}
