@@ -51,3 +51,41 @@ def test_wallets_are_streamed_too(client, tenant):
         assert "content-length" not in r.headers
         body = r.read()
     assert body == tenant.org.wallets.list(sort="label").model_dump_json().encode()
+
+
+def test_a_failure_in_the_middle_cuts_the_answer_never_a_shorter_list(
+    treasury, tenant, monkeypatch
+):
+    """Through `serve`'s waitress: the chunked answer ends without its last chunk."""
+    import threading
+
+    import pytest
+    from waitress import wasyncore
+
+    from treasury.http import create_app
+    from treasury.http._server import create_server
+    from treasury.recipients import store
+
+    _fill(tenant)
+    every = store.every
+
+    def failing(*args):
+        chunks = every(*args)
+        yield next(chunks)
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(store, "every", failing)
+    server = create_server(
+        create_app(treasury), host="127.0.0.1", port=0, threads=2,
+        connection_limit=100, channel_timeout=30, max_body_bytes=1024,
+    )  # fmt: skip
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.effective_port}/v1/recipients"
+        with pytest.raises(httpx.RemoteProtocolError):
+            httpx.get(url, headers={"x-api-key": tenant.secret}, timeout=10)
+    finally:
+        server.task_dispatcher.shutdown()
+        wasyncore.close_all(server._map)
+        thread.join(timeout=10)
