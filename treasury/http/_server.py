@@ -85,25 +85,32 @@ class _Server(TcpWSGIServer):  # type: ignore[misc]
         if now >= self.next_channel_cleanup:  # waitress's idle timeout (channel_timeout)
             self.next_channel_cleanup = now + self.adj.cleanup_interval
             self.maintenance(now)
-        return bool(self.accepting)
+        if len(self.active_channels) < self.adj.connection_limit:
+            return bool(self.accepting)
+        # full: accept only if a connection can be shed, else new ones wait in the backlog
+        return bool(self.accepting) and any(_idle(c) for c in self.active_channels.values())
 
     def handle_accept(self) -> None:
         for _ in range(_ACCEPTS_PER_WAKE):
             if len(self.active_channels) >= self.adj.connection_limit and not self._shed():
-                return  # every connection is busy: the next ones wait in the backlog
+                return
             before = len(self.active_channels)
             super().handle_accept()
             if len(self.active_channels) == before:  # nothing (more) was waiting
                 return
 
     def _shed(self) -> bool:
-        """Close the least recently active connection with nothing in service."""
-        idle = [c for c in self.active_channels.values() if not c.requests]
-        idle = [c for c in idle if not c.total_outbufs_len and not c.will_close]
+        """Close the least recently active idle connection (False if none is idle)."""
+        idle = [c for c in self.active_channels.values() if _idle(c)]
         if not idle:
             return False
         min(idle, key=_LAST_ACTIVITY).handle_close()
         return True
+
+
+def _idle(channel: Any) -> bool:
+    """No request in service, nothing left to send, not closing already."""
+    return not (channel.requests or channel.total_outbufs_len or channel.will_close)
 
 
 def create_server(
