@@ -90,3 +90,69 @@ def raw_get(base: str, path: str, host: str) -> bytes:
             chunks.append(chunk)
             assert time.monotonic() < deadline
         return b"".join(chunks)
+
+
+@pytest.mark.parametrize("path", ["//v1/wallets", "///v1/wallets", "/v1%2Fwallets", "//v1/"])
+def test_a_doubled_slash_before_v1_or_an_encoded_one_is_json_404(server, path):
+    running, _ = server
+    raw = raw_get(running.base.removesuffix("/v1"), path, host="x")
+    status_line, _, rest = raw.partition(b"\r\n")
+    assert status_line.split()[1] == b"404", (path, raw[:300])
+    assert b"application/json" in rest.lower() and rest.endswith(b'{"error": "No such endpoint"}')
+
+
+def test_options_is_json_405_without_a_key(server):
+    running, _ = server
+    r = httpx.options(f"{running.base}/wallets")
+    assert r.status_code == 405 and r.headers["allow"] == "GET, POST"
+    assert r.json() == {"error": "Method not allowed", "details": {"allow": ["GET", "POST"]}}
+
+
+def test_unicode_digit_ids_delete_nothing_through_the_server(server):
+    _, client = server
+    made = client.post(
+        "/recipients", json={"address": "0x" + "cd" * 20, "label": "Kept"},
+        headers={"Idempotency-Key": "kept"},
+    ).json()  # fmt: skip
+    for zero in (0xFF10, 0x0660):  # full-width and Arabic-Indic digits
+        spelled = "".join(chr(zero + int(d)) for d in str(made["id"]))
+        encoded = "".join(f"%{b:02X}" for b in spelled.encode())
+        assert client.delete(f"/recipients/{encoded}").status_code == 404
+    assert "Kept" in [r["label"] for r in client.get("/recipients").json()["data"]]
+
+
+_HEAD = b"GET /v1/wallets HTTP/1.1\r\nHost: x\r\nX-Big: "
+
+
+def raw_exchange(base: str, data: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send `data` as is; the status, headers and body of the answer."""
+    hostname, port = base.removeprefix("http://").removesuffix("/v1").split(":")
+    with socket.create_connection((hostname, int(port)), timeout=10) as s:
+        s.sendall(data)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+    head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.lower().split(": ", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), headers, body
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        (b"GARBAGE\r\n\r\n", 400),  # a malformed request line
+        (b"GET /v1/wallets HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n", 400),
+        (_HEAD.ljust(256 * 1024, b"a"), 431),  # 256 KiB of header (all read: no reset)
+        (b"POST /v1/wallets HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000000\r\n\r\n", 413),
+        (b"POST /v1/wallets HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+    ],
+)
+def test_errors_the_server_answers_itself_are_the_json_error_body(server, request_bytes, status):
+    running, _ = server
+    got, headers, body = raw_exchange(running.base, request_bytes)
+    assert got == status, body
+    assert headers["content-type"] == "application/json"
+    error = json.loads(body)
+    assert isinstance(error["error"], str) and set(error) <= {"error", "details"}
+    assert running.alive()

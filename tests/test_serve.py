@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import resource
 import socket
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -104,6 +108,106 @@ def test_idle_half_sent_connections_do_not_starve_it(fresh):
         finally:
             for s in idle:
                 s.close()
+
+
+IDLE = 5_000
+
+
+def test_thousands_of_idle_connections_neither_kill_it_nor_lock_clients_out(fresh):
+    """Waitress on ``select()`` died at descriptor 1024; with a connection limit and no
+    shedding, 5,000 idle sockets would keep real clients in the backlog."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = IDLE + 1_000
+    if hard != resource.RLIM_INFINITY and hard < wanted:
+        pytest.skip(f"the hard open-files limit ({hard}) is below {wanted}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
+    cwd, secret = fresh
+    idle: list[socket.socket] = []
+    try:
+        with serving(cwd, "--no-worker", env=ENV) as server:
+            host, port = server.base.removeprefix("http://").removesuffix("/v1").split(":")
+            for _ in range(IDLE):  # no key, no byte sent
+                idle.append(socket.create_connection((host, int(port)), timeout=30))
+            with httpx.Client(headers={"x-api-key": secret}, timeout=10) as api:
+                for _ in range(20):
+                    r = api.get(f"{server.base}/wallets", headers={"Connection": "close"})
+                    assert r.status_code == 200, r.text
+            assert server.alive(), server.output()
+            for s in idle:
+                s.close()
+            idle.clear()
+            r = httpx.get(f"{server.base}/wallets", headers={"x-api-key": secret}, timeout=10)
+            assert r.status_code == 200 and server.alive()
+            assert "Traceback" not in server.output(), server.output()
+    finally:
+        for s in idle:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def _written(pid: int) -> int:
+    """Bytes the process has written through write() so far (files: the spooled body)."""
+    io = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    return int(io["wchar"])
+
+
+def _head(server_base: str) -> tuple[str, int]:
+    host, port = server_base.removeprefix("http://").removesuffix("/v1").split(":")
+    return host, int(port)
+
+
+def _answer(s: socket.socket) -> bytes:
+    chunks = []
+    with contextlib.suppress(ConnectionResetError):  # unread upload left behind: a reset
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_a_declared_body_above_the_limit_is_413_before_a_byte_of_it_is_read(fresh):
+    cwd, _ = fresh
+    with serving(cwd, "--no-worker", env=ENV) as server:
+        with socket.create_connection(_head(server.base), timeout=10) as s:
+            s.sendall(
+                b"POST /v1/wallets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 300000000\r\n\r\n"
+            )  # and not one byte of the body: the answer may not wait for it
+            answer = _answer(s)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 413 "), answer[:300]
+        assert b"Content-Type: application/json" in head
+        assert json.loads(body) == {"error": "Request body exceeds 262144 bytes"}
+        assert server.alive()
+
+
+def _flood(s: socket.socket, total: int) -> None:
+    chunk = b"x" * (1 << 20)
+    with contextlib.suppress(OSError):  # the server hangs up at the limit
+        for _ in range(total // len(chunk)):
+            s.sendall(b"%x\r\n%b\r\n" % (len(chunk), chunk))
+
+
+def test_a_chunked_body_is_cut_at_the_limit_and_nothing_is_spooled_to_disk(fresh):
+    """Waitress spooled a body up to 1 GiB to a temporary file before the app could refuse
+    it; now it stops reading at ``max_body_bytes``, which it holds in memory."""
+    cwd, _ = fresh
+    with serving(cwd, "--no-worker", env=ENV) as server:
+        before = _written(server.process.pid)
+        with socket.create_connection(_head(server.base), timeout=10) as s:
+            s.sendall(
+                b"POST /v1/wallets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n"
+            )
+            flood = threading.Thread(target=_flood, args=(s, 300_000_000), daemon=True)
+            flood.start()
+            answer = _answer(s)
+            flood.join(timeout=60)
+        assert not flood.is_alive()
+        if answer:  # (a reset can overtake it)
+            assert answer.startswith(b"HTTP/1.1 413 "), answer[:300]
+        assert _written(server.process.pid) - before < 262_144
+        assert server.alive()
+        assert httpx.get(f"{server.base}/yield/artifacts", timeout=10).status_code == 200
 
 
 def test_the_faucet_is_absent_where_the_chain_cannot_mint(anvil_config, new_storage_url):

@@ -97,7 +97,9 @@ def test_a_name_that_resolves_to_a_private_address_at_delivery_is_not_contacted(
         summary = t.run_once()
         assert summary["webhooks_retried"] == 1 and rx.got == []  # not contacted
         delivery = org.webhooks.deliveries(hook.id).data[0]
-        assert "non-public address (127.0.0.1)" in (delivery.last_error or "")
+        assert "non-public address (127.0.0.1 in 127.0.0.0/8, Loopback" in (
+            delivery.last_error or ""
+        )
         t.close()
 
 

@@ -1,16 +1,17 @@
-"""Webhook target URLs: non-public addresses, however spelled, are refused at registration."""
+"""Webhook target URLs: non-public addresses, however spelled, are refused at registration
+(and at delivery: the IANA special-purpose registries, block by block)."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from ipaddress import IPv4Address, ip_address
+from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
 
 import httpx
 import pytest
 
 from treasury import Treasury
-from treasury.webhooks.targets import embedded_ipv4, is_public
+from treasury.webhooks.targets import TargetRefused, embedded_ipv4, is_public, pin
 
 from .conftest import MASTER_KEY, make_tenant
 
@@ -147,7 +148,7 @@ def test_embedded_ipv4(address, carried):
         ("2606:4700:4700::1111", True),
         ("64:ff9b::808:808", True),
         ("2002:808:808::1", True),
-        ("::ffff:8.8.8.8", True),
+        ("::ffff:8.8.8.8", False),  # IANA: ::ffff:0:0/96 is not globally reachable
         ("127.0.0.1", False),
         ("10.0.0.1", False),
         ("100.64.0.1", False),
@@ -180,3 +181,69 @@ def test_embedded_ipv4(address, carried):
 )
 def test_is_public(address, public):
     assert is_public(ip_address(address)) is public
+
+
+# The IANA special-purpose registries' blocks that are not globally reachable, copied
+# here from https://www.iana.org/assignments/iana-ipv4-special-registry and
+# .../iana-ipv6-special-registry: each is refused at registration and at delivery.
+IANA_NOT_GLOBAL = [
+    "0.0.0.0/8", "0.0.0.0/32", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8",
+    "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24", "192.0.0.0/29", "192.0.0.8/32",
+    "192.0.0.170/32", "192.0.0.171/32", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16",
+    "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4", "255.255.255.255/32",
+    "::1/128", "::/128", "::ffff:0:0/96", "64:ff9b:1::/48", "100::/64", "100:0:0:1::/64",
+    "2001::/23", "2001:2::/48", "2001:10::/28", "2001:db8::/32", "3fff::/20", "5f00::/16",
+    "fc00::/7", "fe80::/10",
+]  # fmt: skip
+IANA_GLOBAL_INSIDE_THOSE = [
+    "192.0.0.9", "192.0.0.10", "2001:1::1", "2001:1::2", "2001:1::3", "2001:3::1",
+    "2001:4:112::1", "2001:20::1", "2001:30::1",
+]  # fmt: skip
+
+
+def _literal(address: IPv4Address | IPv6Address) -> str:
+    return f"[{address}]" if address.version == 6 else str(address)
+
+
+def test_the_module_holds_exactly_the_registries_unreachable_blocks():
+    from treasury.webhooks import special_addresses
+
+    held = {
+        str(entry.network)
+        for entry in (*special_addresses.IPV4, *special_addresses.IPV6)
+        if entry.globally_reachable is False and entry.name != "Multicast"
+    }
+    assert held == {str(ip_network(block)) for block in IANA_NOT_GLOBAL}
+    for entry in (*special_addresses.IPV4, *special_addresses.IPV6):
+        assert entry.rfc.startswith("RFC "), entry
+
+
+@pytest.mark.parametrize("block", IANA_NOT_GLOBAL)
+def test_every_unreachable_registry_block_is_refused_at_registration_and_delivery(
+    strict_client, block
+):
+    network = ip_network(block)
+    addresses = {network[0], network[-1], network[network.num_addresses // 2]}
+    if block == "192.0.0.0/24":
+        addresses.add(ip_address("192.0.0.192"))  # a cloud metadata address found accepted
+    for address in addresses:
+        url = f"http://{_literal(address)}/hook"
+        r = _register(strict_client, url)
+        assert r.status_code == 400, (url, r.text)
+        message = r.json()["details"]["fields"][0]["message"]
+        assert "non-public" in message and str(address) in message, message
+        assert "allow_private_webhook_urls" in message, message
+        assert "TREASURY_ALLOW_PRIVATE_WEBHOOK_URLS" in message, message
+        with pytest.raises(TargetRefused, match="allow_private_webhook_urls"):
+            pin(url, allow_private=False)  # what each delivery attempt runs first
+    assert strict_client.get("/v1/webhooks").json()["count"] == 0
+
+
+def test_a_refusal_names_the_registry_block_and_its_rfc(strict_client):
+    message = _register(strict_client, "http://192.0.0.192/").json()["details"]["fields"][0]
+    assert "192.0.0.0/24, IETF Protocol Assignments, RFC 6890" in message["message"]
+
+
+@pytest.mark.parametrize("address", IANA_GLOBAL_INSIDE_THOSE)
+def test_reachable_blocks_inside_unreachable_ones_are_public(address):
+    assert is_public(ip_address(address))

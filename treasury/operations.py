@@ -33,7 +33,6 @@ from ._infra.models import (
     ListQuery,
     Page,
     PageQuery,
-    Resource,
     RowId,
 )
 from ._infra.validation import field_errors, value_errors
@@ -77,6 +76,9 @@ class Operation:
     idempotency: Literal["required", "optional"] | None = None
     public: bool = False
     calls: str | None = None  # the method, when another operation's (one method, two paths)
+    #: For a list without bound: the method that yields its items in chunks, read from
+    #: the store as they are consumed, which a front end may stream (same arguments).
+    chunks: str | None = None
     summary: str = ""
 
     @property
@@ -85,10 +87,13 @@ class Operation:
         group, _, method = (self.calls or self.name).partition(".")
         return group, method
 
-    def handler(self, root: Any) -> Callable[..., Resource]:
-        """The bound method on `root` (an organization handle, or the `Treasury`)."""
+    def handler(self, root: Any, *, chunked: bool = False) -> Callable[..., Any]:
+        """The bound method on `root` (an organization handle, or the `Treasury`); with
+        `chunked`, the method of `chunks`."""
         group, method = self.method_path
-        function: Callable[..., Resource] = getattr(getattr(root, group), method)
+        if chunked and self.chunks is not None:
+            group, _, method = self.chunks.partition(".")
+        function: Callable[..., Any] = getattr(getattr(root, group), method)
         return function
 
 
@@ -100,9 +105,11 @@ def invoke(
     query: Mapping[str, Any],
     body: Any,
     headers: Mapping[str, str],
-) -> Resource:
+    chunked: bool = False,
+) -> Any:
     """Validate every input of a request together (one 400 lists every failing field),
-    then run the operation's method on `root`."""
+    then run the operation's method on `root` (with `chunked`, its `chunks` method: an
+    iterator of lists of items)."""
     if isinstance(path.get("chainId"), int):
         root.require_chain(path["chainId"])  # an unsupported chain is 404 before all else
     problems: list[dict[str, str]] = []
@@ -124,7 +131,7 @@ def invoke(
     kwargs: dict[str, Any] = dict(parsed_query) if parsed_query is not None else {}
     if operation.idempotency is not None:
         kwargs["idempotency_key"] = key
-    return operation.handler(root)(*args, **kwargs)
+    return operation.handler(root, chunked=chunked)(*args, **kwargs)
 
 
 def _parsed(
@@ -179,7 +186,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "wallets.list", "GET", "/wallets", ListOf[Wallet], query=ListQuery,
-        summary="List the organization's wallets",
+        chunks="wallets.chunks", summary="List the organization's wallets",
     ),
     Operation(
         "wallets.track", "POST", "/wallets/track", TrackedWalletResponse, 201,
@@ -203,7 +210,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "recipients.list", "GET", "/recipients", ListOf[Recipient], query=ListQuery,
-        summary="List saved recipients",
+        chunks="recipients.chunks", summary="List saved recipients",
     ),
     Operation(
         "recipients.update", "PATCH", "/recipients/{id}", Recipient, body=UpdateRecipient,

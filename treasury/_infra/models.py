@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import datetime
 from decimal import Decimal
@@ -76,8 +77,31 @@ DecimalText = Annotated[str, BeforeValidator(_decimal_text)]
 """An amount in token units: a decimal string, or an `int` or `Decimal` given in Python
 (kept as its plain decimal string); a float is refused."""
 
-Label = Annotated[str, StringConstraints(min_length=1, max_length=100)]
-"""A human-readable name of 1 to 100 characters."""
+
+#: What free text may not hold: control characters (C0, DEL, C1), line and paragraph
+#: separators, lone surrogates, and the bidirectional marks, embeddings, overrides and
+#: isolates that make text read otherwise than it is stored (U+202E "right-to-left
+#: override" shows ``exe.txt`` for ``txt.exe``).
+_NOT_TEXT = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def plain_text(value: str) -> str:
+    """`value` unless it holds a character of `_NOT_TEXT` (`ValueError` naming it)."""
+    if found := _NOT_TEXT.search(value):
+        raise ValueError(
+            f"must not contain control or bidirectional formatting characters"
+            f" (U+{ord(found.group()):04X} at {found.start()})"
+        )
+    return value
+
+
+PlainText = AfterValidator(plain_text)
+"""The rule of every free-text field (labels, names, addresses, references)."""
+
+Label = Annotated[str, StringConstraints(min_length=1, max_length=100), PlainText]
+"""A human-readable name of 1 to 100 characters, without control or bidi characters."""
 
 RowId = Annotated[int, Field(ge=1, le=2**63 - 1)]
 """An integer id as the API shows it (per organization) and databases store it (64-bit)."""

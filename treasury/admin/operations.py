@@ -8,6 +8,7 @@ from datetime import datetime
 
 from .._infra.clock import to_text
 from .._infra.crypto import hash_secret, same_secret
+from .._infra.models import plain_text
 from .._infra.runtime import Runtime
 from ..backends.storage.base import Row
 from ..errors import AuthenticationError, NotFound, ValidationError
@@ -15,6 +16,13 @@ from .models import ApiKey, CreatedApiKey, Organization
 
 KEY_PREFIX = "trk_"
 _KEY_COLUMNS = "id, org_id, user_id, secret_hash, created_at, expires_at, revoked_at"
+
+
+def _check_text(field: str, value: str) -> None:
+    try:
+        plain_text(value)
+    except ValueError as error:
+        raise ValidationError.field("body", field, str(error)) from None
 
 
 def _api_key(row: Row) -> ApiKey:
@@ -30,6 +38,7 @@ class Admin:
     def create_organization(self, name: str) -> Organization:
         if not isinstance(name, str) or not 1 <= len(name.strip()) <= 200:
             raise ValidationError.field("body", "name", "must be 1 to 200 characters")
+        _check_text("name", name)
         org = Organization(id=str(uuid.uuid4()), name=name.strip(), created_at=self._runtime.now())
         with self._runtime.storage.transaction() as tx:
             tx.execute(
@@ -57,6 +66,7 @@ class Admin:
         self.get_organization(org_id)
         if not isinstance(user_id, str) or not 1 <= len(user_id) <= 200:
             raise ValidationError.field("body", "user_id", "must be 1 to 200 characters")
+        _check_text("user_id", user_id)
         if expires_at is not None and expires_at.tzinfo is None:
             raise ValidationError.field("body", "expires_at", "must be timezone-aware")
         key_id = "key_" + secrets.token_hex(8)

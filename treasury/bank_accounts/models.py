@@ -14,11 +14,13 @@ from pydantic import (
     model_validator,
 )
 
-from .._infra.models import Body, Resource, Timestamped
+from .._infra.models import Body, PlainText, Resource, Timestamped
 from ..errors import ValidationError
 
-_US_ZIP = re.compile(r"^\d{5}(-\d{4})?$")
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=256)]
+_US_ZIP = re.compile(r"^[0-9]{5}(-[0-9]{4})?$")  # ASCII digits: \d takes any Unicode digit
+Text = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=256), PlainText
+]
 
 
 def aba_checksum_ok(routing_number: str) -> bool:
@@ -28,8 +30,8 @@ def aba_checksum_ok(routing_number: str) -> bool:
 
 
 class AccountDetails(Body):
-    account_number: Annotated[str, StringConstraints(pattern=r"^\d{4,17}$")]
-    routing_number: Annotated[str, StringConstraints(pattern=r"^\d{9}$")]
+    account_number: Annotated[str, StringConstraints(pattern=r"^[0-9]{4,17}$")]
+    routing_number: Annotated[str, StringConstraints(pattern=r"^[0-9]{9}$")]
 
     @field_validator("routing_number")
     @classmethod

@@ -64,7 +64,8 @@ _INTERVAL = click.option(
     default=1000,
     show_default=True,
     type=click.IntRange(1),
-    help="Open connections at most (idle ones count too).",
+    help="Open connections at most (idle ones count too); when full, a new connection"
+    " closes the least recently active idle one.",
 )
 @click.option(
     "--channel-timeout",
@@ -104,9 +105,8 @@ def serve(
     jobs in a thread, so that transactions confirm with nothing else started. With
     --processes N, gunicorn serves from N processes, each running the jobs too."""
     try:
-        import waitress.server
-
         from ..http import create_app
+        from ..http._server import create_server
     except ImportError as error:
         fail(ctx, f"{error}; install the server with: pip install 'treasury-api[http]'")
     if processes > 1:
@@ -122,14 +122,14 @@ def serve(
             "clear_untrusted_proxy_headers": True,
         }
     try:
-        server: Any = waitress.server.create_server(
+        server: Any = create_server(
             create_app(t),
             host=host,
             port=port,
             threads=threads,
             connection_limit=connection_limit,
             channel_timeout=channel_timeout,
-            cleanup_interval=min(channel_timeout, 30),
+            max_body_bytes=t.settings.max_body_bytes,
             **proxy,
         )
     except OSError as error:  # port in use, unknown host, no permission

@@ -4,15 +4,19 @@ and its OpenAPI document at ``openapi.json`` under the prefix.
 Each operation becomes one route: authenticate (unless public), read the JSON body,
 `invoke` the core, answer with the operation's status. Every way out of a view is a
 JSON response (`error_response`), and so is every path under the prefix that no
-operation serves (404, or 405 with ``Allow``), also when mounted in a host app.
+operation serves (404, or 405 with ``Allow``; ``OPTIONS`` too), also when mounted in a
+host app. A path can name a route in one way only: integer ids are ASCII digits (full-width
+or Arabic-Indic digits are not), and a path with an empty segment or an encoded slash
+(``//v1/wallets``, ``/v1%2Fwallets``) is a 404, however the server normalized it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, request
@@ -20,6 +24,7 @@ from flask.blueprints import BlueprintSetupState
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter
 
+from .._infra.models import Resource
 from .._treasury import Treasury
 from ..errors import MethodNotAllowed, NotFound
 from ..operations import IDEMPOTENCY_HEADER, OPERATIONS, PREFIX, Operation, invoke, is_integer
@@ -30,7 +35,9 @@ from ._openapi import openapi_document
 
 _CATCH_ALL = "not_found"
 _ANYTHING = "treasury_anything"
+_DIGITS = "treasury_digits"
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+_UNSERVED = ("OPTIONS",)  # answered 405 with Allow, as any method a path does not take
 _PARAM = re.compile(r"\{(\w+)\}")
 
 
@@ -39,7 +46,8 @@ def create_blueprint(
 ) -> Blueprint:
     """Mount the /v1 API of `treasury` in any Flask app."""
     blueprint = Blueprint(name, __name__, url_prefix=url_prefix)
-    blueprint.record_once(_add_converter)
+    blueprint.record_once(_add_converters)
+    blueprint.before_app_request(_aliased_path(url_prefix))
     for operation in OPERATIONS:
         blueprint.add_url_rule(
             flask_rule(operation),
@@ -47,15 +55,25 @@ def create_blueprint(
             _guarded(_view(treasury, operation)),
             methods=[operation.method],
             merge_slashes=False,  # never a redirect: /v1//wallets is a 404
+            provide_automatic_options=False,
         )
     document = json.dumps(openapi_document(url_prefix), indent=2)
     blueprint.add_url_rule(
-        "/openapi.json", "openapi", lambda: Response(document, mimetype="application/json")
+        "/openapi.json",
+        "openapi",
+        lambda: Response(document, mimetype="application/json"),
+        provide_automatic_options=False,
     )  # public, not rate-limited, and not an operation of the table
     not_found = _guarded(_not_found(name))
     for rule in ("/", f"/<{_ANYTHING}:rest>"):
         blueprint.add_url_rule(
-            rule, _CATCH_ALL, not_found, methods=_METHODS, strict_slashes=False, merge_slashes=False
+            rule,
+            _CATCH_ALL,
+            not_found,
+            methods=_METHODS + _UNSERVED,
+            strict_slashes=False,
+            merge_slashes=False,
+            provide_automatic_options=False,
         )
     return blueprint
 
@@ -82,16 +100,51 @@ class _Anything(BaseConverter):
     part_isolating = False
 
 
-def _add_converter(state: BlueprintSetupState) -> None:
+class _Digits(BaseConverter):
+    """A non-negative integer in ASCII digits only (werkzeug's ``int`` takes any Unicode
+    digit: a full-width "1" would be recipient 1)."""
+
+    regex = "[0-9]+"
+    part_isolating = True
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value: Any) -> str:
+        return str(int(value))
+
+
+def _add_converters(state: BlueprintSetupState) -> None:
     state.app.url_map.converters.setdefault(_ANYTHING, _Anything)
+    state.app.url_map.converters.setdefault(_DIGITS, _Digits)
+
+
+def _aliased_path(url_prefix: str) -> Callable[[], Response | None]:
+    """A JSON 404 for a request whose path, as the client sent it, has an empty segment
+    or an encoded slash, when it could otherwise reach the prefix (servers merge ``//``
+    or decode ``%2F`` before the app sees the path)."""
+    prefix = url_prefix.rstrip("/")
+
+    def refuse() -> Response | None:
+        raw = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI") or ""
+        sent = raw.split("?", 1)[0].split("#", 1)[0] or request.environ.get("PATH_INFO", "")
+        if "//" not in sent and "%2f" not in sent.lower():
+            return None
+        path = re.sub("/+", "/", sent.replace("%2F", "/").replace("%2f", "/"))
+        if path == prefix or path.startswith(f"{prefix}/"):
+            return error_response(NotFound("No such endpoint"))
+        return None
+
+    return refuse
 
 
 def flask_rule(operation: Operation) -> str:
-    """The operation's path as a Flask rule: ``{chain_id}`` becomes ``<int:chain_id>``."""
+    """The operation's path as a Flask rule: ``{id}`` of an integer becomes
+    ``<treasury_digits:id>`` (ASCII digits only)."""
 
     def rule(match: re.Match[str]) -> str:
         name = match.group(1)
-        converter = "int:" if is_integer(operation.path_params[name]) else ""
+        converter = f"{_DIGITS}:" if is_integer(operation.path_params[name]) else ""
         return f"<{converter}{name}>"
 
     return _PARAM.sub(rule, operation.path)
@@ -139,7 +192,10 @@ def _view(treasury: Treasury, operation: Operation) -> Callable[..., Response]:
             query=request.args.to_dict(),
             body=json_body(max_body) if operation.body is not None else None,
             headers={IDEMPOTENCY_HEADER: key} if key is not None else {},
+            chunked=operation.chunks is not None,
         )
+        if operation.chunks is not None:
+            return Response(_list_body(result), operation.status, mimetype="application/json")
         headers = {"Idempotent-Replayed": "true"} if result.replayed else None
         body = result.model_dump_json()  # pydantic's serializer: no dict in between
         if type(result).cache_forever:
@@ -148,6 +204,24 @@ def _view(treasury: Treasury, operation: Operation) -> Callable[..., Response]:
 
     view.__name__ = endpoint(operation)
     return view
+
+
+def _list_body(chunks: Iterator[list[Resource]]) -> Iterator[bytes]:
+    """``{"data": [...], "count": n}`` as `ListOf` writes it, byte for byte, written as the
+    chunks come. The first chunk is read now, so that a failure is still an error answer."""
+    first = next(chunks, [])
+
+    def written() -> Iterator[bytes]:
+        count = 0
+        yield b'{"data":['
+        for chunk in itertools.chain([first], chunks):
+            if chunk:
+                items = b",".join(item.model_dump_json().encode() for item in chunk)
+                yield (b"," if count else b"") + items
+                count += len(chunk)
+        yield b'],"count":%d}' % count
+
+    return written()
 
 
 def _immutable(body: str) -> Response:

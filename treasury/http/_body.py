@@ -4,8 +4,9 @@ The body is read in chunks up to `max_bytes` (413 past it, chunked uploads inclu
 Its nesting is measured before it is parsed: Python's JSON parser recurses in C, and a
 library that raises the recursion limit (py_ecc, imported with web3, sets 100,000) lets
 a body of 75,000 ``[`` overflow the C stack and kill the process. Numbers are bounded
-in length while parsing (``int("9" * 5000)`` fails deep inside), and the non-standard
-``NaN``/``Infinity`` are refused. Every refusal is a 400 with details.
+in length while parsing (``int("9" * 5000)`` fails deep inside), the non-standard
+``NaN``/``Infinity`` are refused, and so is an object that gives a key twice, at any
+depth (parsers disagree on which one wins). Every refusal is a 400 with details.
 """
 
 from __future__ import annotations
@@ -92,14 +93,30 @@ def _constant(text: str) -> NoReturn:
     _refuse(f"{text} is not JSON")
 
 
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object of the body; 400 naming a key it gives twice."""
+    built = dict(pairs)
+    if len(built) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                _refuse(f"has the key {json.dumps(key)} more than once", field=key)
+            seen.add(key)
+    return built
+
+
 #: Built once: `json.loads` with hooks builds a decoder per call.
 _DECODER = json.JSONDecoder(
-    parse_int=_integer, parse_float=_decimal_number, parse_constant=_constant
+    object_pairs_hook=_object,
+    parse_int=_integer,
+    parse_float=_decimal_number,
+    parse_constant=_constant,
 )
 
 
-def _refuse(message: str, title: str | None = None) -> NoReturn:
-    raise ValidationError.fields([{"location": "body", "field": "", "message": message}], title)
+def _refuse(message: str, title: str | None = None, field: str = "") -> NoReturn:
+    problem = {"location": "body", "field": field, "message": message}
+    raise ValidationError.fields([problem], title)
 
 
 def _read_at_most(max_bytes: int) -> bytes:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .._infra.group import Group
@@ -12,6 +12,8 @@ from ..backends.storage.base import Transaction
 from ..errors import NotFound
 from . import store
 from .models import CreateRecipient, Recipient, UpdateRecipient
+
+Chunk = list[Recipient]  # (`list` is a method's name in the class)
 
 
 class Recipients(Group):
@@ -40,10 +42,20 @@ class Recipients(Group):
     def list(
         self, query: ListQuery | Mapping[str, Any] | None = None, **params: Any
     ) -> ListOf[Recipient]:
+        """Every saved recipient, sorted by `sort` and `order`."""
+        chunks = self.chunks(query, **params)
+        return ListOf[Recipient](data=[item for chunk in chunks for item in chunk])
+
+    def chunks(
+        self, query: ListQuery | Mapping[str, Any] | None = None, **params: Any
+    ) -> Iterator[Chunk]:
+        """`list`'s items a few hundred at a time, read from the store as they are
+        consumed (how HTTP streams them). It holds a read snapshot of this thread until
+        exhausted or closed: consume it before using the treasury again in the thread."""
         query = parse_input(ListQuery, query, params, "query")
         with self._scope.runtime.storage.read() as tx:
-            rows = store.every(tx, self._scope.org_id, query)
-        return ListOf[Recipient](data=[Recipient.model_validate(row) for row in rows])
+            for rows in store.every(tx, self._scope.org_id, query):
+                yield [Recipient.model_validate(row) for row in rows]
 
     def update(
         self,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from .._infra.models import ListQuery
 from .._infra.sql import insert_numbered, order_by
 from ..backends.storage.base import DuplicateKey, Row, Transaction
@@ -47,8 +49,9 @@ def remove(tx: Transaction, org_id: str, number: int, now: str) -> bool:
     )
 
 
-def every(tx: Transaction, org_id: str, query: ListQuery) -> list[Row]:
-    return tx.query(
+def every(tx: Transaction, org_id: str, query: ListQuery) -> Iterator[list[Row]]:
+    """The organization's current recipients in `query`'s order, in chunks."""
+    return tx.stream(
         f"SELECT {COLUMNS} FROM recipients WHERE {_CURRENT} " + order_by(query, "number"),
         (org_id,),
     )

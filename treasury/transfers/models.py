@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from .._infra.models import Address, Body, DecimalText, Resource, Timestamped
+from .._infra.models import Address, Body, DecimalText, PlainText, Resource, Timestamped
 from ..bank_accounts.models import BankAccountSummary, ExternalAccountId
 from ..money import to_raw
 
@@ -85,9 +85,9 @@ def _rail_fields(on_chain: bool, address: str | None, bank: str | None) -> None:
 
 class CreateTransfer(Body):
     amount: Annotated[DecimalText, StringConstraints(max_length=100)]
-    client_reference_id: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = (
-        None
-    )
+    client_reference_id: (
+        Annotated[str, StringConstraints(min_length=1, max_length=256), PlainText] | None
+    ) = None
     developer_fee: Annotated[DecimalText, StringConstraints(max_length=100)] | None = None
     source: Source
     destination: Destination

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .._infra.group import Group
@@ -20,6 +20,8 @@ from .models import (
     UpdateWallet,
     Wallet,
 )
+
+Chunk = list[Wallet]  # (`list` is a method's name in the class)
 
 
 class Wallets(Group):
@@ -84,10 +86,20 @@ class Wallets(Group):
         self, query: ListQuery | Mapping[str, Any] | None = None, **params: Any
     ) -> ListOf[Wallet]:
         """Every current wallet, managed and tracked, sorted by `sort` and `order`."""
+        return ListOf[Wallet](
+            data=[item for chunk in self.chunks(query, **params) for item in chunk]
+        )
+
+    def chunks(
+        self, query: ListQuery | Mapping[str, Any] | None = None, **params: Any
+    ) -> Iterator[Chunk]:
+        """`list`'s items a few hundred at a time, read from the store as they are
+        consumed (how HTTP streams them). It holds a read snapshot of this thread until
+        exhausted or closed: consume it before using the treasury again in the thread."""
         query = parse_input(ListQuery, query, params, "query")
         with self._scope.runtime.storage.read() as tx:
-            rows = store.current(tx, self._scope.org_id, query)
-        return ListOf[Wallet](data=[Wallet.model_validate(row) for row in rows])
+            for rows in store.current(tx, self._scope.org_id, query):
+                yield [Wallet.model_validate(row) for row in rows]
 
     def get(self, address: str) -> Wallet:
         """One current wallet of this organization by its address (any case)."""

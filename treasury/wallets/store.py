@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from .._infra.models import ListQuery
 from .._infra.sql import insert_numbered, order_by
@@ -54,8 +55,9 @@ def insert(
     return row
 
 
-def current(tx: Transaction, org_id: str, query: ListQuery) -> list[Row]:
-    return tx.query(
+def current(tx: Transaction, org_id: str, query: ListQuery) -> Iterator[list[Row]]:
+    """The organization's current wallets in `query`'s order, in chunks."""
+    return tx.stream(
         f"SELECT {COLUMNS} FROM wallets WHERE {_CURRENT} " + order_by(query, "number"),
         (org_id,),
     )

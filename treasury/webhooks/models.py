@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, field_validator
 
-from .._infra.models import Address, Body, Resource
+from .._infra.models import Address, Body, PlainText, Resource
 
 EventName = Literal["transaction.confirmed", "transaction.failed"]
 DeliveryId = Annotated[str, StringConstraints(pattern=r"^msg_[0-9a-f]{32}$")]
@@ -15,7 +15,7 @@ EVENT_NAMES: tuple[EventName, ...] = ("transaction.confirmed", "transaction.fail
 
 
 class CreateWebhook(Body):
-    url: Annotated[str, StringConstraints(min_length=1, max_length=2048)]
+    url: Annotated[str, StringConstraints(min_length=1, max_length=2048), PlainText]
     events: Annotated[list[EventName], Field(min_length=1)]
     wallets: Annotated[list[Address], Field(min_length=1)] | None = None  # None: all wallets
 

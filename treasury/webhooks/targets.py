@@ -1,17 +1,16 @@
 """Which URLs a webhook may target: http(s) to public addresses, names resolved.
 
-An address is public when it is globally reachable and not multicast, and so is every
-IPv4 address it carries. IPv6 has several forms that carry an IPv4 address, and a
-connection to one of them can end up at that IPv4 address (through the kernel, a NAT64
-gateway or a tunnel relay); `ipaddress` judges some of them global whatever they carry
-(`::127.0.0.1`, `64:ff9b::a9fe:a9fe` = 169.254.169.254, `2002:7f00:1::` = 127.0.0.1), so
-`embedded_ipv4` looks through them all and `is_public` judges the carried addresses too.
-Also refused: IPv6 site-local (`fec0::/10`), the local-use NAT64 prefix (`64:ff9b:1::/48`,
-not globally reachable per IANA though older Pythons call it global) and unallocated
-("reserved") IPv6 space that carries no IPv4 address.
+An address is public when the IANA special-purpose registries (`special_addresses`,
+a table with each block's RFC) do not call it unreachable, it is not multicast, an
+IPv6 one is in allocated unicast space (2000::/3, so not site-local `fec0::/10`), and
+every IPv4 address it carries is public too. IPv6 has several forms that carry an IPv4
+address, and a connection to one of them can end up at that IPv4 address (through the
+kernel, a NAT64 gateway or a tunnel relay), so `embedded_ipv4` looks through them all:
+IPv4-mapped, IPv4-compatible, NAT64 (well-known and local-use), 6to4 and Teredo.
 
 `check_target` runs at registration; delivery resolves the host again, keeps only
 addresses for which `is_public` holds and connects to one of those (no DNS rebinding).
+A refusal names the setting that lifts it.
 """
 
 from __future__ import annotations
@@ -22,6 +21,9 @@ from ipaddress import IPv4Address, IPv6Address, IPv6Network, ip_address
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ValidationError
+from .special_addresses import GLOBAL_UNICAST, entry_of
+
+ALLOWING_SETTING = "allow_private_webhook_urls (TREASURY_ALLOW_PRIVATE_WEBHOOK_URLS)"
 
 _COMPATIBLE = IPv6Network("::/96")  # IPv4-compatible ::a.b.c.d (deprecated, RFC 4291)
 _NAT64 = IPv6Network("64:ff9b::/96")  # well-known NAT64 prefix (RFC 6052)
@@ -47,12 +49,12 @@ def embedded_ipv4(address: IPv4Address | IPv6Address) -> list[IPv4Address]:
 
 def is_public(address: IPv4Address | IPv6Address) -> bool:
     """Whether a webhook may connect to this (already resolved) address."""
-    embedded = embedded_ipv4(address)
-    if isinstance(address, IPv6Address) and (
-        address.is_site_local or address in _LOCAL_NAT64 or (address.is_reserved and not embedded)
-    ):
+    entry = entry_of(address)
+    if address.is_multicast or (entry is not None and entry.globally_reachable is False):
         return False
-    return all(ip.is_global and not ip.is_multicast for ip in (address, *embedded))
+    if isinstance(address, IPv6Address) and entry is None and address not in GLOBAL_UNICAST:
+        return False  # unallocated, or deprecated site-local
+    return all(is_public(ip) for ip in embedded_ipv4(address))
 
 
 def _refuse(message: str) -> ValidationError:
@@ -85,7 +87,10 @@ def check_target(url: str, *, allow_private: bool) -> None:
         raise _refuse("host does not resolve") from None
     for address in addresses:
         if not is_public(address):
-            raise _refuse(f"resolves to a non-public address ({_shown(address)})")
+            raise _refuse(
+                f"resolves to a non-public address ({_shown(address)});"
+                f" set {ALLOWING_SETTING} to allow private targets"
+            )
 
 
 def resolve(host: str, port: int) -> list[IPv4Address | IPv6Address]:
@@ -131,12 +136,17 @@ def pin(url: str, *, allow_private: bool) -> Pinned:
     refused = [a for a in addresses if not is_public(a)]
     if refused or not addresses:
         shown = ", ".join(_shown(a) for a in refused) or "nothing"
-        raise TargetRefused(f"{host} resolves to a non-public address ({shown})")
+        raise TargetRefused(
+            f"{host} resolves to a non-public address ({shown}); set {ALLOWING_SETTING}"
+        )
     literal = f"[{addresses[0]}]" if addresses[0].version == 6 else str(addresses[0])
     pinned = parts._replace(netloc=f"{literal}:{port}")
     return Pinned(urlunsplit(pinned), authority, host if parts.scheme == "https" else None)
 
 
 def _shown(address: IPv4Address | IPv6Address) -> str:
-    carried = "".join(f", carrying {ip}" for ip in embedded_ipv4(address))
-    return f"{address}{carried}"
+    """The address, the registry block that holds it, and what it carries."""
+    entry = entry_of(address)
+    block = f" in {entry}" if entry is not None else ""
+    carried = "".join(f", carrying {_shown(ip)}" for ip in embedded_ipv4(address))
+    return f"{address}{block}{carried}"

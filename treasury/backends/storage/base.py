@@ -78,6 +78,19 @@ class Transaction(ABC):
         rows = self.query(sql, params)
         return rows[0] if rows else None
 
+    def stream(self, sql: str, params: Params = (), size: int = 100) -> Iterator[list[Row]]:
+        """The rows of a query in lists of at most `size`, read from the database as they
+        are consumed, so a long answer never sits in memory whole. Used inside `read` or
+        `transaction`, consumed before the block ends."""
+        return self._stream(self._spelled(sql), params, size)
+
+    def _stream(self, sql: str, params: Params, size: int) -> Iterator[list[Row]]:
+        """`stream` with `sql` in the driver's paramstyle. This fallback reads every row
+        at once; the built-in backends read `size` rows at a time from a cursor."""
+        rows = self._query(sql, params)
+        for start in range(0, len(rows), size):
+            yield rows[start : start + size]
+
     @abstractmethod
     def lock(self, name: str) -> None:
         """Hold a named lock until this transaction ends (serialises writers of `name`)."""

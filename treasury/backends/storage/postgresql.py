@@ -13,6 +13,7 @@ Pool size with ``?pool_min=1&pool_max=10``; any other query parameter (``options
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +27,8 @@ from psycopg_pool import ConnectionPool
 from .base import DuplicateKey, Params, Row, ThreadTransactions, Transaction
 
 __all__ = ["PostgresStorage"]
+
+_STREAMS = itertools.count()  # names of server-side cursors, unique in the process
 
 
 class _Tx(Transaction):
@@ -43,6 +46,14 @@ class _Tx(Transaction):
         with self._translated():
             cursor = self._cursor.execute(sql, params)
             return cursor.fetchall() if cursor.description else []
+
+    def _stream(self, sql: str, params: Params, size: int) -> Iterator[list[Row]]:
+        """From a server-side cursor of this transaction, `size` rows per round trip."""
+        name = f"treasury_stream_{next(_STREAMS)}"
+        with self._translated(), self._cursor.connection.cursor(name, row_factory=dict_row) as rows:
+            rows.execute(sql, params)
+            while chunk := rows.fetchmany(size):
+                yield chunk
 
     def command(self, sql: str) -> None:
         """A statement without parameters (BEGIN, COMMIT, ROLLBACK) on this cursor."""

@@ -54,6 +54,12 @@ class _Tx(Transaction):
         columns = [column[0] for column in cursor.description or ()]
         return [dict(zip(columns, row, strict=True)) for row in rows]
 
+    def _stream(self, sql: str, params: Params, size: int) -> Iterator[list[Row]]:
+        cursor = self._conn.execute(sql, params)  # steps through the result as fetched
+        columns = [column[0] for column in cursor.description or ()]
+        while rows := cursor.fetchmany(size):
+            yield [dict(zip(columns, row, strict=True)) for row in rows]
+
     def lock(self, name: str) -> None:
         """Nothing to do: ``BEGIN IMMEDIATE`` already serialises every writer."""
 

@@ -1,0 +1,168 @@
+"""The production server of ``treasury serve``: waitress, hardened against idle sockets
+and oversized bodies, with its own errors in the JSON error body.
+
+- Sockets are watched with ``poll()``, never ``select()`` (which fails at descriptor
+  1024 and took the whole process down).
+- The connection count is bounded, and a full server sheds instead of stopping to
+  accept: each new connection closes the least recently active connection that has no
+  request in service and nothing left to send (nginx reuses idle keep-alive connections
+  the same way). Thousands of idle or half-sent sockets cannot lock real clients out,
+  and the open descriptors never pass ``connection_limit`` (the process's open-files
+  limit is raised to fit it).
+- A streamed answer is held in memory only as far as the client lags behind.
+- Waitress refuses a declared body above ``max_body_bytes`` before reading it, and a
+  chunked one as soon as it passes the limit: nothing above it is ever spooled to disk.
+- What waitress answers itself (a malformed request line, headers above 256 KiB, a body
+  too large, an unsupported transfer coding) is the JSON error body too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from operator import attrgetter
+from typing import Any
+
+from waitress.adjustments import Adjustments
+from waitress.channel import HTTPChannel
+from waitress.server import MultiSocketServer, TcpWSGIServer
+from waitress.task import ErrorTask, ThreadedTaskDispatcher
+
+try:
+    import resource
+except ImportError:  # Windows: no descriptor limit to raise
+    resource = None  # type: ignore[assignment]
+
+log = logging.getLogger("treasury.http")
+
+#: Descriptors kept free beside the connections: the listening socket, the database,
+#: the chain's store, log files, outgoing HTTP.
+SPARE_DESCRIPTORS = 256
+_ACCEPTS_PER_WAKE = 64  # at most this many connections accepted per loop pass
+_LAST_ACTIVITY = attrgetter("last_activity")
+
+
+class _JsonErrorTask(ErrorTask):  # type: ignore[misc]
+    """Waitress's own refusals (400, 413, 431, 501, 500), as the JSON error body."""
+
+    def execute(self) -> None:
+        error = self.request.error
+        answer: dict[str, Any] = {"error": error.reason, "details": {"reason": error.body}}
+        if error.code == 413:  # as the app words it
+            limit = self.channel.adj.max_request_body_size - 1
+            answer = {"error": f"Request body exceeds {limit} bytes"}
+        body = json.dumps(answer).encode()
+        self.status = f"{error.code} {error.reason}"
+        self.response_headers.append(("Content-Type", "application/json"))
+        self.set_close_on_finish()
+        self.content_length = len(body)
+        self.write(body)
+
+
+class _Channel(HTTPChannel):  # type: ignore[misc]
+    error_task_class = _JsonErrorTask
+
+    def _flush_some(self, do_close: bool = True) -> bool:
+        """Send what can be sent, then let go of what was sent: waitress's in-memory
+        output buffer keeps every byte written to it until it is pruned, which it never
+        is while a client keeps up, so a streamed answer would sit in memory whole."""
+        sent: bool = super()._flush_some(do_close=do_close)
+        drained = self.outbufs[0]
+        if not drained and drained.buf is not None and not drained.overflowed:
+            drained.prune()  # an empty in-memory buffer: a fresh one, nothing copied
+        return sent
+
+
+class _Server(TcpWSGIServer):  # type: ignore[misc]
+    """A waitress TCP server that sheds its idlest connection when full."""
+
+    channel_class = _Channel
+    next_channel_cleanup: float = 0
+
+    def readable(self) -> bool:
+        now = time.time()
+        if now >= self.next_channel_cleanup:  # waitress's idle timeout (channel_timeout)
+            self.next_channel_cleanup = now + self.adj.cleanup_interval
+            self.maintenance(now)
+        if len(self.active_channels) < self.adj.connection_limit:
+            return bool(self.accepting)
+        # full: accept only if a connection can be shed, else new ones wait in the backlog
+        return bool(self.accepting) and any(_idle(c) for c in self.active_channels.values())
+
+    def handle_accept(self) -> None:
+        for _ in range(_ACCEPTS_PER_WAKE):
+            if len(self.active_channels) >= self.adj.connection_limit and not self._shed():
+                return
+            before = len(self.active_channels)
+            super().handle_accept()
+            if len(self.active_channels) == before:  # nothing (more) was waiting
+                return
+
+    def _shed(self) -> bool:
+        """Close the least recently active idle connection (False if none is idle)."""
+        idle = [c for c in self.active_channels.values() if _idle(c)]
+        if not idle:
+            return False
+        min(idle, key=_LAST_ACTIVITY).handle_close()
+        return True
+
+
+def _idle(channel: Any) -> bool:
+    """No request in service, nothing left to send, not closing already."""
+    return not (channel.requests or channel.total_outbufs_len or channel.will_close)
+
+
+def create_server(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    threads: int,
+    connection_limit: int,
+    channel_timeout: int,
+    max_body_bytes: int,
+    **options: Any,
+) -> Any:
+    """A server for `app` on every address `host` names; call ``run()`` on it."""
+    adj = Adjustments(
+        host=host,
+        port=port,
+        threads=threads,
+        connection_limit=fit_open_files(connection_limit),
+        channel_timeout=channel_timeout,
+        cleanup_interval=min(channel_timeout, 30),
+        max_request_body_size=max_body_bytes + 1,  # waitress refuses a length >= this
+        asyncore_use_poll=True,
+        **options,
+    )
+    sockets: dict[int, Any] = {}
+    dispatcher = ThreadedTaskDispatcher()
+    dispatcher.set_thread_count(adj.threads)
+    servers = [
+        _Server(app, sockets, dispatcher=dispatcher, adj=adj, sockinfo=info) for info in adj.listen
+    ]
+    if len(servers) == 1:
+        return servers[0]
+    listening = [(s.effective_host, s.effective_port) for s in servers]
+    return MultiSocketServer(sockets, adj, listening, dispatcher, servers[-1].log_info)
+
+
+def fit_open_files(connection_limit: int) -> int:
+    """Raise this process's open-files limit so that `connection_limit` connections fit
+    (up to the hard limit); the connection limit that fits, lowered with a warning if
+    the hard limit is too low."""
+    wanted = connection_limit + SPARE_DESCRIPTORS
+    if resource is None:
+        return connection_limit
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        soft = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        fitted = max(1, soft - SPARE_DESCRIPTORS)
+        log.warning(
+            "open-files limit %d (hard) fits %d connections, not %d", hard, fitted, connection_limit
+        )
+        return fitted
+    return connection_limit
