@@ -162,13 +162,17 @@ class Treasury:
             custody=custodian,
             fiat=plugins.resolve("fiat", fiat or settings.fiat, FiatProvider),
             clock=clock,
-            chains=ChainRegistry(settings.chains, settings.primary_chain),
+            chains=ChainRegistry(
+                settings.chains,
+                settings.primary_chain,
+                str(store.key_file.with_suffix("")) if store.key_file else None,
+            ),
             signer=Signer(custodian),
             allow_private_webhook_urls=settings.allow_private_webhook_urls,
             sweep_minimum=settings.sweep_minimum,
             snapshot_interval=settings.snapshot_interval,
         )
-        runtime.fiat.bind(FiatContext(chain=runtime.chains.get))
+        runtime.fiat.bind(FiatContext(chain=runtime.chains.get, storage=store))
         migrate(store, now=runtime.now_text())
         return cls(runtime, settings)
 

@@ -369,4 +369,15 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 ON idempotency_keys (org_id, resource) WHERE resource IS NOT NULL""",
         ],
     ),
+    (
+        11,
+        "the sandbox fiat provider's customers, accounts, transfers and virtual accounts",
+        [
+            """CREATE TABLE sandbox_fiat (
+                kind TEXT NOT NULL,
+                id TEXT NOT NULL,
+                body TEXT NOT NULL,
+                PRIMARY KEY (kind, id))""",
+        ],
+    ),
 ]

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
+from ..storage.base import Storage
+
 #: Provider transfer states that end a transfer.
 FINAL_STATES = frozenset(
     {
@@ -112,9 +114,12 @@ class VirtualAccount:
 @dataclass(frozen=True)
 class FiatContext:
     """What the treasury gives a fiat plugin when it opens. `chain(chain_id)` returns the
-    chain backend (the sandbox pays on-ramps out and watches off-ramp deposits there)."""
+    chain backend (the sandbox pays on-ramps out and watches off-ramp deposits there);
+    `storage` is the treasury's store (migrated before first use), where a plugin that
+    simulates a provider may keep its state (the sandbox's table ``sandbox_fiat``)."""
 
     chain: Callable[[int], Any]
+    storage: Storage | None = None
 
 
 class FiatProvider(ABC):
