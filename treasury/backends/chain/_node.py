@@ -16,19 +16,32 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from eth_account import Account
-from eth_account._utils.legacy_transactions import Transaction as LegacyTransaction
-from eth_account.typed_transactions.typed_transaction import TypedTransaction
 from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
-from hexbytes import HexBytes
 from pyrevm import EVM, AccountInfo, BlockEnv, CfgEnv, Env
 
 from ...evm.abi import revert_reason
 from ._ledger import Ledger
+from ._shapes import (
+    EMPTY_BLOOM,
+    GAS_LIMIT,
+    ZERO,
+    Block,
+    RpcError,
+    Tx,
+    as_bytes,
+    as_int,
+    block_answer,
+    block_number,
+    decode,
+    intrinsic_gas,
+    log_answer,
+    topic_matches,
+    transaction_answer,
+)
 
 __all__ = ["DEV_KEYS", "Node", "RpcError"]
 
@@ -40,57 +53,9 @@ DEV_KEYS = (
     *("0x" + keccak(text=f"treasury devnet account {i}").hex() for i in range(1, 10)),
 )
 GENESIS_BALANCE = 10_000 * 10**18
-GAS_LIMIT = 30_000_000  # a block's
 INITIAL_BASE_FEE = 10**9
 TIP = 10**9
 _GENESIS_TIME = 1_700_000_000
-_ZERO = "0x" + "00" * 20
-_EMPTY_BLOOM = "0x" + "00" * 256
-
-
-class RpcError(Exception):
-    """A JSON-RPC error answer (``code``, ``message``, optional ``data``)."""
-
-    def __init__(self, code: int, message: str, data: str | None = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.data = code, message, data
-
-    def answer(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
-
-
-@dataclass(frozen=True)
-class _Tx:
-    hash: str
-    raw: bytes
-    sender: str
-    type: int
-    chain_id: int | None
-    nonce: int
-    to: str | None
-    value: int
-    data: bytes
-    gas: int
-    max_fee: int
-    tip: int
-
-    def price(self, base_fee: int) -> int:
-        return min(self.max_fee, base_fee + self.tip)
-
-
-@dataclass
-class _Block:
-    number: int
-    hash: str
-    parent_hash: str
-    timestamp: int
-    base_fee: int
-    gas_used: int = 0
-    tx: _Tx | None = None
-    receipt: dict[str, Any] = field(default_factory=dict)
 
 
 class Node:
@@ -105,13 +70,13 @@ class Node:
         )
         for address in self.accounts:
             self.evm.set_balance(address, GENESIS_BALANCE)
-        genesis = _Block(0, "0x" + keccak(text=f"genesis {chain_id}").hex(), "0x" + "00" * 32,
+        genesis = Block(0, "0x" + keccak(text=f"genesis {chain_id}").hex(), "0x" + "00" * 32,
                          _GENESIS_TIME, INITIAL_BASE_FEE)  # fmt: skip
         self.blocks = [genesis]
-        self.txs: dict[str, _Block] = {}
+        self.txs: dict[str, Block] = {}
         self._set_env(genesis)
         for timestamp, sender, raw in ledger.blocks():
-            self._mine(_decode(raw, sender), timestamp, record=False)
+            self._mine(decode(raw, sender), timestamp, record=False)
         self._methods: dict[str, Callable[..., Any]] = {
             name.removeprefix("_rpc_"): getattr(self, name)
             for name in dir(self)
@@ -119,7 +84,7 @@ class Node:
         }
 
     @property
-    def head(self) -> _Block:
+    def head(self) -> Block:
         return self.blocks[-1]
 
     def request(self, method: str, params: list[Any]) -> Any:
@@ -132,7 +97,7 @@ class Node:
     # -- sending -------------------------------------------------------------------------
 
     def send_raw(self, raw: bytes) -> str:
-        tx = _decode(raw)
+        tx = decode(raw)
         if tx.hash in self.txs:
             raise RpcError(-32000, "already known")
         if tx.chain_id is not None and tx.chain_id != self.chain_id:
@@ -144,7 +109,7 @@ class Node:
             raise RpcError(-32000, f"nonce too high: next nonce {expected}, tx nonce {tx.nonce}")
         if tx.gas > GAS_LIMIT:
             raise RpcError(-32000, "exceeds block gas limit")
-        if tx.gas < _intrinsic_gas(tx):
+        if tx.gas < intrinsic_gas(tx):
             raise RpcError(-32000, "intrinsic gas too low")
         base_fee = self._next_base_fee()
         if tx.max_fee < base_fee:
@@ -154,10 +119,10 @@ class Node:
         self._mine(tx, max(self.head.timestamp + 1, int(time.time())), record=True)
         return tx.hash
 
-    def _mine(self, tx: _Tx, timestamp: int, *, record: bool) -> None:
+    def _mine(self, tx: Tx, timestamp: int, *, record: bool) -> None:
         parent = self.head
         number = parent.number + 1
-        block = _Block(number, "", parent.hash, timestamp, self._next_base_fee(), tx=tx)
+        block = Block(number, "", parent.hash, timestamp, self._next_base_fee(), tx=tx)
         block.hash = (
             "0x"
             + keccak(bytes.fromhex(parent.hash[2:] + tx.hash[2:]) + number.to_bytes(8, "big")).hex()
@@ -190,8 +155,8 @@ class Node:
             "blockNumber": hex(number), "from": tx.sender, "to": tx.to,
             "cumulativeGasUsed": hex(gas_used), "gasUsed": hex(gas_used),
             "effectiveGasPrice": hex(price), "contractAddress": created,
-            "logs": [_log(log, i, block) for i, log in enumerate(logs)],
-            "logsBloom": _EMPTY_BLOOM, "status": hex(status), "type": hex(tx.type),
+            "logs": [log_answer(log, i, block) for i, log in enumerate(logs)],
+            "logsBloom": EMPTY_BLOOM, "status": hex(status), "type": hex(tx.type),
         }  # fmt: skip
         if record:
             self.ledger.append(number, timestamp, tx.sender, tx.raw)
@@ -205,9 +170,9 @@ class Node:
             return head.base_fee
         return max(head.base_fee + head.base_fee * (head.gas_used - target) // target // 8, 7)
 
-    def _set_env(self, block: _Block) -> None:
+    def _set_env(self, block: Block) -> None:
         self.evm.set_block_env(
-            BlockEnv(number=block.number, coinbase=_ZERO, timestamp=block.timestamp,
+            BlockEnv(number=block.number, coinbase=ZERO, timestamp=block.timestamp,
                      basefee=block.base_fee, gas_limit=GAS_LIMIT, prevrandao=bytes(32))
         )  # fmt: skip
 
@@ -216,11 +181,11 @@ class Node:
     def execute(self, call: Mapping[str, Any], gas: int | None = None) -> tuple[bytes, int]:
         """Run `call` on the latest state and undo it; its output and gas used.
         `RpcError` (code 3, the revert data) if it reverts."""
-        sender = str(call.get("from") or _ZERO).lower()
+        sender = str(call.get("from") or ZERO).lower()
         to = call.get("to")
-        data = _bytes(call.get("data") or call.get("input") or "0x")
-        value = _int(call.get("value", 0))
-        limit = gas if gas is not None else _int(call.get("gas", GAS_LIMIT))
+        data = as_bytes(call.get("data") or call.get("input") or "0x")
+        value = as_int(call.get("value", 0))
+        limit = gas if gas is not None else as_int(call.get("gas", GAS_LIMIT))
         checkpoint = self.evm.snapshot()
         try:
             if to is None:
@@ -237,7 +202,7 @@ class Node:
 
     def estimate(self, call: Mapping[str, Any]) -> int:
         """The least gas limit with which `call` succeeds (a binary search, as geth's)."""
-        cap = _int(call.get("gas", GAS_LIMIT))
+        cap = as_int(call.get("gas", GAS_LIMIT))
         _, used = self.execute(call, cap)  # raises if it fails even with all the gas
         low, high = max(used, 21_000) - 1, cap
         while high - low > 1:
@@ -276,7 +241,7 @@ class Node:
         return hex(TIP)
 
     def _rpc_eth_feeHistory(self, count: Any, newest: Any, percentiles: Any = None) -> Any:
-        blocks = self.blocks[-max(1, min(_int(count), len(self.blocks))) :]
+        blocks = self.blocks[-max(1, min(as_int(count), len(self.blocks))) :]
         return {
             "oldestBlock": hex(blocks[0].number),
             "baseFeePerGas": [hex(b.base_fee) for b in blocks] + [hex(self._next_base_fee())],
@@ -294,7 +259,7 @@ class Node:
         return "0x" + bytes(self.evm.get_code(address.lower()) or b"").hex()
 
     def _rpc_eth_getStorageAt(self, address: str, slot: Any, tag: Any = "latest") -> str:
-        return "0x" + self.evm.storage(address.lower(), _int(slot)).to_bytes(32, "big").hex()
+        return "0x" + self.evm.storage(address.lower(), as_int(slot)).to_bytes(32, "big").hex()
 
     def _rpc_eth_call(self, call: Mapping[str, Any], tag: Any = "latest", *_: Any) -> str:
         return "0x" + self.execute(call)[0].hex()
@@ -303,7 +268,7 @@ class Node:
         return hex(self.estimate(call))
 
     def _rpc_eth_sendRawTransaction(self, raw: str) -> str:
-        return self.send_raw(_bytes(raw))
+        return self.send_raw(as_bytes(raw))
 
     def _rpc_eth_sendTransaction(self, tx: Mapping[str, Any]) -> str:
         sender = str(tx.get("from", "")).lower()
@@ -317,7 +282,7 @@ class Node:
         if "gasPrice" not in fields:
             fields.setdefault("maxPriorityFeePerGas", TIP)
             fields.setdefault("maxFeePerGas", 2 * self._next_base_fee() + TIP)
-        fields = {k: _int(v) if k not in ("to", "data", "accessList") else v
+        fields = {k: as_int(v) if k not in ("to", "data", "accessList") else v
                   for k, v in fields.items()}  # fmt: skip
         if fields.get("to"):
             fields["to"] = to_checksum_address(fields["to"])
@@ -334,22 +299,22 @@ class Node:
 
     def _rpc_eth_getTransactionByHash(self, tx_hash: str) -> Any:
         block = self.txs.get(tx_hash.lower())
-        return _transaction(block) if block else None
+        return transaction_answer(block) if block else None
 
     def _rpc_eth_getBlockByNumber(self, tag: Any, full: bool = False) -> Any:
         if tag in ("latest", "pending", "safe", "finalized"):
-            return _block(self.head, full)
-        number = 0 if tag == "earliest" else _int(tag)
-        return _block(self.blocks[number], full) if number < len(self.blocks) else None
+            return block_answer(self.head, full)
+        number = 0 if tag == "earliest" else as_int(tag)
+        return block_answer(self.blocks[number], full) if number < len(self.blocks) else None
 
     def _rpc_eth_getBlockByHash(self, block_hash: str, full: bool = False) -> Any:
         found = next((b for b in self.blocks if b.hash == block_hash.lower()), None)
-        return _block(found, full) if found else None
+        return block_answer(found, full) if found else None
 
     def _rpc_eth_getLogs(self, query: Mapping[str, Any]) -> list[Any]:
         head = self.head.number
-        first = _block_number(query.get("fromBlock", "latest"), head)
-        last = _block_number(query.get("toBlock", "latest"), head)
+        first = block_number(query.get("fromBlock", "latest"), head)
+        last = block_number(query.get("toBlock", "latest"), head)
         wanted = query.get("address")
         addresses = {a.lower() for a in ([wanted] if isinstance(wanted, str) else wanted or [])}
         topics = query.get("topics") or []
@@ -358,45 +323,9 @@ class Node:
             for log in block.receipt.get("logs", []):
                 if addresses and log["address"] not in addresses:
                     continue
-                if all(_topic_matches(t, log["topics"], i) for i, t in enumerate(topics)):
+                if all(topic_matches(t, log["topics"], i) for i, t in enumerate(topics)):
                     found.append(log)
         return found
-
-
-def _decode(raw: bytes, sender: str | None = None) -> _Tx:
-    """A signed transaction's fields; recovers the sender unless given (replays)."""
-    chain_id: int | None
-    try:
-        if raw[:1] in (b"\x01", b"\x02"):
-            fields = TypedTransaction.from_bytes(HexBytes(raw)).as_dict()
-            kind, chain_id = raw[0], int(fields["chainId"])
-            max_fee = int(fields.get("maxFeePerGas", fields.get("gasPrice", 0)))
-            tip = int(fields.get("maxPriorityFeePerGas", max_fee))
-        elif raw[:1] >= b"\xc0":
-            fields = LegacyTransaction.from_bytes(raw).as_dict()
-            v = int(fields["v"])
-            kind, chain_id = 0, (v - 35) // 2 if v >= 35 else None
-            max_fee = tip = int(fields["gasPrice"])
-        else:
-            raise RpcError(-32000, f"transaction type {raw[0]} not supported")
-        sender = sender or Account.recover_transaction(raw).lower()
-    except RpcError:
-        raise
-    except Exception as e:
-        raise RpcError(-32000, f"invalid transaction: {e}") from None
-    to = bytes(fields["to"])
-    return _Tx(
-        hash="0x" + keccak(raw).hex(), raw=raw, sender=sender, type=kind, chain_id=chain_id,
-        nonce=int(fields["nonce"]), to="0x" + to.hex() if to else None,
-        value=int(fields["value"]), data=bytes(fields["data"]), gas=int(fields["gas"]),
-        max_fee=max_fee, tip=tip,
-    )  # fmt: skip
-
-
-def _intrinsic_gas(tx: _Tx) -> int:
-    zeros = tx.data.count(0)
-    base = 53_000 if tx.to is None else 21_000
-    return base + 4 * zeros + 16 * (len(tx.data) - zeros)
 
 
 _REVERT_OUTPUT = re.compile(r"Revert \{ gas_used: (\d+), output: 0x([0-9a-fA-F]*)")
@@ -421,70 +350,3 @@ def _call_error(error: RuntimeError) -> RpcError:
     if "OutOfGas" in text:
         return RpcError(-32000, "out of gas")
     return RpcError(-32000, f"execution failed: {text}")
-
-
-def _log(log: Any, index: int, block: _Block) -> dict[str, Any]:
-    assert block.tx is not None
-    topics, data = log.data
-    return {
-        "address": log.address.lower(), "topics": ["0x" + bytes(t).hex() for t in topics],
-        "data": "0x" + bytes(data).hex(), "blockNumber": hex(block.number),
-        "blockHash": block.hash, "transactionHash": block.tx.hash, "transactionIndex": "0x0",
-        "logIndex": hex(index), "removed": False,
-    }  # fmt: skip
-
-
-def _transaction(block: _Block) -> dict[str, Any]:
-    tx = block.tx
-    assert tx is not None
-    return {
-        "hash": tx.hash, "from": tx.sender, "to": tx.to, "nonce": hex(tx.nonce),
-        "value": hex(tx.value), "input": "0x" + tx.data.hex(), "gas": hex(tx.gas),
-        "gasPrice": hex(tx.price(block.base_fee)), "maxFeePerGas": hex(tx.max_fee),
-        "maxPriorityFeePerGas": hex(tx.tip), "type": hex(tx.type),
-        "chainId": hex(tx.chain_id) if tx.chain_id is not None else None,
-        "blockHash": block.hash, "blockNumber": hex(block.number), "transactionIndex": "0x0",
-    }  # fmt: skip
-
-
-def _block(block: _Block, full: bool) -> dict[str, Any]:
-    txs: list[Any] = []
-    if block.tx is not None:
-        txs = [_transaction(block) if full else block.tx.hash]
-    return {
-        "number": hex(block.number), "hash": block.hash, "parentHash": block.parent_hash,
-        "timestamp": hex(block.timestamp), "baseFeePerGas": hex(block.base_fee),
-        "gasLimit": hex(GAS_LIMIT), "gasUsed": hex(block.gas_used), "miner": _ZERO,
-        "difficulty": "0x0", "totalDifficulty": "0x0", "extraData": "0x", "size": "0x0",
-        "nonce": "0x0000000000000000", "mixHash": "0x" + "00" * 32, "logsBloom": _EMPTY_BLOOM,
-        "sha3Uncles": "0x" + "00" * 32, "stateRoot": "0x" + "00" * 32,
-        "receiptsRoot": "0x" + "00" * 32, "transactionsRoot": "0x" + "00" * 32,
-        "uncles": [], "transactions": txs,
-    }  # fmt: skip
-
-
-def _block_number(tag: Any, head: int) -> int:
-    if tag in ("latest", "pending", "safe", "finalized"):
-        return head
-    return 0 if tag == "earliest" else _int(tag)
-
-
-def _topic_matches(wanted: Any, topics: list[str], index: int) -> bool:
-    if wanted is None:
-        return True
-    if index >= len(topics):
-        return False
-    options = [wanted] if isinstance(wanted, str) else wanted
-    return topics[index] in {str(o).lower() for o in options}
-
-
-def _int(value: Any) -> int:
-    if isinstance(value, str):
-        return int(value, 16) if value.startswith("0x") else int(value)
-    return int(value)
-
-
-def _bytes(value: Any) -> bytes:
-    if isinstance(value, str):
-        return bytes.fromhex(value.removeprefix("0x"))
-    return bytes(value)
