@@ -227,3 +227,18 @@ def test_refusals_speak_as_nodes_do(devnet: DevnetChain, change: dict, words: st
     with pytest.raises(UpstreamError, match=words):
         devnet.send_raw_transaction(bytes(signed.raw_transaction))
     assert devnet.pending_nonce(sender.address) == 0
+
+
+@pytest.mark.parametrize("kind", [0, 1])
+def test_legacy_and_access_list_transactions_are_mined(devnet: DevnetChain, kind: int) -> None:
+    sender, to = Account.create(), Account.create().address
+    devnet.faucet(sender.address, "ETH", "1")
+    tx = {"chainId": 31337, "nonce": 0, "to": to, "gas": 21_000, "value": 5,
+          "gasPrice": devnet.fee_fields()["maxFeePerGas"]}  # fmt: skip
+    if kind == 1:
+        tx |= {"type": 1, "accessList": []}
+    tx_hash = devnet.send_raw_transaction(bytes(sender.sign_transaction(tx).raw_transaction))
+    (receipt,) = devnet.receipts([tx_hash])
+    assert receipt is not None and receipt.status == 1 and receipt.type == kind
+    assert receipt.sender == sender.address.lower()
+    assert devnet.web3.eth.get_balance(to) == 5

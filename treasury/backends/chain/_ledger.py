@@ -71,7 +71,9 @@ class Ledger:
 
     def append(self, number: int, timestamp: int, sender: str, raw: bytes) -> None:
         """Record block `number`; returns once it is on disk."""
-        if self._conn is not None:
+        if self.path is not None:
+            if self._conn is None:
+                raise RuntimeError(f"the devnet in {self.path} is closed")
             self._conn.execute(
                 "INSERT INTO blocks (number, timestamp, sender, raw) VALUES (?, ?, ?, ?)",
                 (number, timestamp, sender, raw),

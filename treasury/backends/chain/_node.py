@@ -6,8 +6,9 @@ devnet's `web3` and its `Chain` methods share one path. revm executes; this modu
 what a node adds around it: decoding and checking signed transactions (chain id, nonce,
 fee cap, funds), charging gas, EIP-1559 base fees, blocks, receipts and logs.
 
-Every mined block is appended to a `Ledger` before the send returns; opening a node
-replays its ledger, so the chain survives restarts (see `_ledger`). Not thread-safe: the
+Every block is appended to a `Ledger` before it is executed (a valid transaction's
+outcome is determined by it); opening a node replays its ledger, so the chain survives
+restarts (see `_ledger`). Not thread-safe: the
 devnet holds its lock around every request.
 """
 
@@ -127,6 +128,8 @@ class Node:
             "0x"
             + keccak(bytes.fromhex(parent.hash[2:] + tx.hash[2:]) + number.to_bytes(8, "big")).hex()
         )
+        if record:  # written ahead: once on disk, a replay mines it the same way
+            self.ledger.append(number, timestamp, tx.sender, tx.raw)
         self._set_env(block)
         created: str | None = None
         status = 1
@@ -158,8 +161,6 @@ class Node:
             "logs": [log_answer(log, i, block) for i, log in enumerate(logs)],
             "logsBloom": EMPTY_BLOOM, "status": hex(status), "type": hex(tx.type),
         }  # fmt: skip
-        if record:
-            self.ledger.append(number, timestamp, tx.sender, tx.raw)
         self.blocks.append(block)
         self.txs[tx.hash] = block
 

@@ -6,11 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import rlp
 from eth_account import Account
-from eth_account._utils.legacy_transactions import Transaction as LegacyTransaction
-from eth_account.typed_transactions.typed_transaction import TypedTransaction
 from eth_utils.crypto import keccak
-from hexbytes import HexBytes
 
 GAS_LIMIT = 30_000_000  # a block's
 ZERO = "0x" + "00" * 20
@@ -62,33 +60,41 @@ class Block:
     receipt: dict[str, Any] = field(default_factory=dict)
 
 
+#: The RLP fields of each transaction type we take, in order (EIP-2718 envelopes: 1, 2).
+_LAYOUTS = {
+    0: ("nonce", "gasPrice", "gas", "to", "value", "data", "v", "r", "s"),
+    1: ("chainId", "nonce", "gasPrice", "gas", "to", "value", "data", "accessList", "v", "r", "s"),
+    2: ("chainId", "nonce", "maxPriorityFeePerGas", "maxFeePerGas", "gas", "to", "value", "data",
+        "accessList", "v", "r", "s"),
+}  # fmt: skip
+
+
 def decode(raw: bytes, sender: str | None = None) -> Tx:
     """A signed transaction's fields; recovers the sender unless given (replays)."""
-    chain_id: int | None
+    kind = 0 if raw[:1] >= b"\xc0" else raw[0]
+    if kind not in _LAYOUTS:
+        raise RpcError(-32000, f"transaction type {kind} not supported")
     try:
-        if raw[:1] in (b"\x01", b"\x02"):
-            fields = TypedTransaction.from_bytes(HexBytes(raw)).as_dict()
-            kind, chain_id = raw[0], int(fields["chainId"])
-            max_fee = int(fields.get("maxFeePerGas", fields.get("gasPrice", 0)))
-            tip = int(fields.get("maxPriorityFeePerGas", max_fee))
-        elif raw[:1] >= b"\xc0":
-            fields = LegacyTransaction.from_bytes(raw).as_dict()
-            v = int(fields["v"])
-            kind, chain_id = 0, (v - 35) // 2 if v >= 35 else None
-            max_fee = tip = int(fields["gasPrice"])
-        else:
-            raise RpcError(-32000, f"transaction type {raw[0]} not supported")
+        items = rlp.decode(raw if kind == 0 else raw[1:])
+        if not isinstance(items, list) or len(items) != len(_LAYOUTS[kind]):
+            raise ValueError("wrong number of fields")
+        fields = dict(zip(_LAYOUTS[kind], items, strict=True))
+        number = {k: int.from_bytes(v, "big") for k, v in fields.items() if isinstance(v, bytes)}
         sender = sender or Account.recover_transaction(raw).lower()
-    except RpcError:
-        raise
     except Exception as e:
         raise RpcError(-32000, f"invalid transaction: {e}") from None
-    to = bytes(fields["to"])
+    if kind == 0:
+        v = number["v"]
+        chain_id = (v - 35) // 2 if v >= 35 else None
+    else:
+        chain_id = number["chainId"]
+    max_fee = number.get("maxFeePerGas", number.get("gasPrice", 0))
+    to = fields["to"]
     return Tx(
         hash="0x" + keccak(raw).hex(), raw=raw, sender=sender, type=kind, chain_id=chain_id,
-        nonce=int(fields["nonce"]), to="0x" + to.hex() if to else None,
-        value=int(fields["value"]), data=bytes(fields["data"]), gas=int(fields["gas"]),
-        max_fee=max_fee, tip=tip,
+        nonce=number["nonce"], to="0x" + to.hex() if to else None, value=number["value"],
+        data=bytes(fields["data"]), gas=number["gas"], max_fee=max_fee,
+        tip=number.get("maxPriorityFeePerGas", max_fee),
     )  # fmt: skip
 
 
