@@ -172,7 +172,9 @@ class Treasury:
             sweep_minimum=settings.sweep_minimum,
             snapshot_interval=settings.snapshot_interval,
         )
-        runtime.fiat.bind(FiatContext(chain=runtime.chains.get, storage=store))
+        runtime.fiat.bind(
+            FiatContext(runtime.chains.get, store, secrets.derive("encrypt:fiat-plugin"))
+        )
         migrate(store, now=runtime.now_text())
         return cls(runtime, settings)
 

@@ -376,7 +376,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             """CREATE TABLE sandbox_fiat (
                 kind TEXT NOT NULL,
                 id TEXT NOT NULL,
-                body TEXT NOT NULL,
+                body {blob} NOT NULL,
                 PRIMARY KEY (kind, id))""",
         ],
     ),

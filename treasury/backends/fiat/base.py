@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Self
 
 from ..storage.base import Storage
@@ -116,10 +116,12 @@ class FiatContext:
     """What the treasury gives a fiat plugin when it opens. `chain(chain_id)` returns the
     chain backend (the sandbox pays on-ramps out and watches off-ramp deposits there);
     `storage` is the treasury's store (migrated before first use), where a plugin that
-    simulates a provider may keep its state (the sandbox's table ``sandbox_fiat``)."""
+    simulates a provider may keep its state (the sandbox's table ``sandbox_fiat``), sealed
+    with `encryption_key` (32 bytes for this plugin alone, derived from the master key)."""
 
     chain: Callable[[int], Any]
     storage: Storage | None = None
+    encryption_key: bytes | None = field(default=None, repr=False)
 
 
 class FiatProvider(ABC):

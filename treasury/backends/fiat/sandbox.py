@@ -27,6 +27,8 @@ from dataclasses import asdict, replace
 from decimal import Decimal
 from typing import Any, Self
 
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
 from ...errors import UpstreamError
 from ...evm.abi import BALANCE_OF
 from ...money import to_raw
@@ -51,11 +53,26 @@ Record = dict[str, Any]
 
 
 class _Records:
-    """The sandbox's records by (kind, id): in the treasury's store, else in memory."""
+    """The sandbox's records by (kind, id): in the treasury's store (AES-GCM sealed when
+    given a key: they hold bank account numbers), else in memory."""
 
     def __init__(self) -> None:
         self.storage: Storage | None = None
+        self.key: bytes | None = None
         self._memory: dict[tuple[str, str], Record] = {}
+
+    def _seal(self, kind: str, id: str, body: Record) -> bytes:
+        text = json.dumps(body, sort_keys=True).encode()
+        if self.key is None:
+            return text
+        nonce = secrets.token_bytes(12)
+        return nonce + AESGCM(self.key).encrypt(nonce, text, f"{kind}:{id}".encode())
+
+    def _open(self, kind: str, id: str, stored: bytes) -> Record:
+        if self.key is not None:
+            stored = AESGCM(self.key).decrypt(stored[:12], stored[12:], f"{kind}:{id}".encode())
+        found: Record = json.loads(stored)
+        return found
 
     def get(self, kind: str, id: str) -> Record | None:
         if self.storage is None:
@@ -63,14 +80,14 @@ class _Records:
         row = self.storage.read_one(
             "SELECT body FROM sandbox_fiat WHERE kind = ? AND id = ?", (kind, id)
         )
-        return json.loads(row["body"]) if row else None
+        return self._open(kind, id, bytes(row["body"])) if row else None
 
     def all(self, kind: str) -> dict[str, Record]:
         if self.storage is None:
             return {id: body for (k, id), body in self._memory.items() if k == kind}
         with self.storage.read() as tx:
             rows = tx.query("SELECT id, body FROM sandbox_fiat WHERE kind = ?", (kind,))
-        return {row["id"]: json.loads(row["body"]) for row in rows}
+        return {row["id"]: self._open(kind, row["id"], bytes(row["body"])) for row in rows}
 
     def put(self, *records: tuple[str, str, Record]) -> None:
         """Write `records` ``(kind, id, body)`` at once (one transaction)."""
@@ -82,7 +99,7 @@ class _Records:
                 tx.execute(
                     "INSERT INTO sandbox_fiat (kind, id, body) VALUES (?, ?, ?)"
                     " ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body",
-                    (kind, id, json.dumps(body, sort_keys=True)),
+                    (kind, id, self._seal(kind, id, body)),
                 )
 
 
@@ -105,6 +122,7 @@ class SandboxFiat(FiatProvider):
     def bind(self, context: FiatContext) -> None:
         self._context = context
         self._records.storage = context.storage
+        self._records.key = context.encryption_key
 
     # -- creating things, once per key ---------------------------------------------------
 
