@@ -43,7 +43,7 @@ def artifacts() -> dict[str, dict[str, Any]]:
 def deploy_contracts(w3: Any, sender: Any) -> dict[str, str]:
     """Deploy our contracts from `sender` and return `ChainConfig.addresses` (lowercase).
 
-    `sender` is an address the node signs for (eth-tester and anvil dev accounts) or an
+    `sender` is an address the node signs for (the devnet's and anvil's dev accounts) or an
     eth-account ``LocalAccount``. Also makes the swap facility the c0 minter and seeds it
     with `RESERVES` of USDC and USDT so that withdrawals work; `sender` is the yield
     distributor's operator.
