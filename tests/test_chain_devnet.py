@@ -242,3 +242,27 @@ def test_legacy_and_access_list_transactions_are_mined(devnet: DevnetChain, kind
     assert receipt is not None and receipt.status == 1 and receipt.type == kind
     assert receipt.sender == sender.address.lower()
     assert devnet.web3.eth.get_balance(to) == 5
+
+
+def test_a_deployment_cut_short_leaves_a_file_that_starts_afresh(tmp_path, monkeypatch) -> None:
+    """A crash while deploying (here: the third transaction fails) keeps no block."""
+    from treasury.backends.chain import _deploy
+
+    path = str(tmp_path / "t.chain")
+    sent = []
+    original = _deploy._send
+
+    def failing(*args: object, **kwargs: object) -> str:
+        if len(sent) == 2:
+            raise RuntimeError("the process died here")
+        sent.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_deploy, "_send", failing)
+    with pytest.raises(RuntimeError, match="died"):
+        DevnetChain(state_path=path)
+    monkeypatch.undo()
+    chain = DevnetChain(state_path=path)
+    assert chain.earner_rate_bps() == 415  # deployed whole this time
+    assert balance_of(chain, "USDC", chain.addresses["swap_facility"]) >= 10**15
+    chain.close()

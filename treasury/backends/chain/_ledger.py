@@ -14,6 +14,7 @@ import fcntl
 import os
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 __all__ = ["Ledger", "LedgerInUse"]
 
@@ -78,6 +79,21 @@ class Ledger:
                 "INSERT INTO blocks (number, timestamp, sender, raw) VALUES (?, ?, ?, ?)",
                 (number, timestamp, sender, raw),
             )
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """The blocks appended inside are kept all together or not at all (a chain's
+        deployment: a crash half-way leaves a file that starts afresh)."""
+        if self._conn is None:
+            yield
+            return
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
 
     def close(self) -> None:
         if self._conn is not None:

@@ -58,10 +58,15 @@ class DevnetChain(Chain):
             raise
         self._web3 = Web3(_NodeProvider(self))
         self.deployer = next(iter(self._node.accounts))
-        if self._node.head.number == 0:
-            self.addresses = deploy_contracts(self._web3, self.deployer)
-        else:  # a replayed chain: ours are the deployer's first contracts, as deployed
+        if self._node.head.number > 0:  # a replayed chain: deployed first, all at once
             self.addresses = contract_addresses(self.deployer, 0)
+        else:
+            try:
+                with ledger.atomic():
+                    self.addresses = deploy_contracts(self._web3, self.deployer)
+            except Exception:
+                ledger.close()
+                raise
         core = [self.addresses[k] for k in ("USDC", "USDT", "c0")]
         self.tokens = core + [t.lower() for t in tokens if t.lower() not in core]
 
