@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from decimal import Decimal
 
 import pytest
 from eth_account import Account
+from web3 import Web3
 
 from treasury.backends.chain import ChainConfig
+from treasury.backends.chain.base import Reverted
 from treasury.backends.chain.devnet import DevnetChain
+from treasury.errors import UpstreamError
+from treasury.evm.abi import calldata
 from treasury.testing.chain import ChainSuite, Fund, balance_of
 
 
@@ -120,3 +126,143 @@ def test_start_leaves_warning_filters_alone() -> None:
     before = list(warnings.filters)
     DevnetChain()
     assert warnings.filters == before
+
+
+def test_a_chain_kept_in_a_file_reopens_as_it_was(tmp_path) -> None:
+    """Balances, contracts, nonces and receipts survive closing and reopening the file."""
+    path = str(tmp_path / "t.chain")
+    first = DevnetChain(state_path=path)
+    sender = Account.create()
+    first.faucet(sender.address, "ETH", "1")
+    tx_hash = first.faucet(sender.address, "USDC", "7.5")
+    signed = sender.sign_transaction(
+        {"chainId": 31337, "type": 2, "nonce": 0, "to": Web3.to_checksum_address(first.addresses["USDC"]), "gas": 100_000,
+         "data": calldata("transfer(address,uint256)", first.deployer, 500_000),
+         **first.fee_fields()}
+    )  # fmt: skip
+    first.send_raw_transaction(bytes(signed.raw_transaction))
+    first.set_earner_rate_bps(777)
+    receipt = first.receipts([tx_hash])[0]
+    eth = first.web3.eth.get_balance(sender.address)
+    head = first.web3.eth.block_number
+    first.close()
+
+    again = DevnetChain(state_path=path)
+    assert again.addresses == first.addresses
+    assert again.web3.eth.block_number == head
+    assert balance_of(again, "USDC", sender.address) == 7_000_000
+    assert again.web3.eth.get_balance(sender.address) == eth
+    assert again.pending_nonce(sender.address) == 1
+    assert again.receipts([tx_hash]) == [receipt]
+    assert again.earner_rate_bps() == 777
+    again.faucet(sender.address, "USDC", "1")  # and it goes on from there
+    assert balance_of(again, "USDC", sender.address) == 8_000_000
+    again.close()
+
+
+def test_a_chain_file_serves_one_process(tmp_path) -> None:
+    """A second process opening the same file would grow another chain: it is refused."""
+    path = tmp_path / "t.chain"
+    held = DevnetChain(state_path=str(path))
+    code = (
+        "from treasury.backends.chain.devnet import DevnetChain\n"
+        f"DevnetChain(state_path={str(path)!r})\n"
+    )
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert other.returncode != 0
+    assert "open in another process" in other.stderr and "treasury devnet" in other.stderr
+    held.close()
+    subprocess.run([sys.executable, "-c", code], check=True)  # free once closed
+
+
+def test_a_file_of_another_chain_is_refused(tmp_path) -> None:
+    path = str(tmp_path / "t.chain")
+    DevnetChain(1337, state_path=path).close()
+    with pytest.raises(ValueError, match="holds chain 1337"):
+        DevnetChain(31337, state_path=path)
+
+
+def test_the_url_may_name_the_file(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    chain = DevnetChain.from_config(ChainConfig(31337, "devnet:///here.chain"))
+    assert chain.state_path == "here.chain" and (tmp_path / "here.chain").exists()
+    chain.close()
+
+
+def test_a_reverted_transaction_is_mined_and_paid_for(devnet: DevnetChain) -> None:
+    """Status 0, the nonce used and the gas charged, as on a real chain; eth_call and
+    eth_estimateGas of the same call raise the revert reason."""
+    sender = Account.create()
+    devnet.faucet(sender.address, "ETH", "1")
+    mint = calldata("mint(address,uint256)", sender.address, 1)
+    signed = sender.sign_transaction(
+        {"chainId": 31337, "type": 2, "nonce": 0, "to": Web3.to_checksum_address(devnet.addresses["USDC"]),
+         "gas": 100_000, "data": mint, **devnet.fee_fields()}
+    )  # fmt: skip
+    tx_hash = devnet.send_raw_transaction(bytes(signed.raw_transaction))
+    (receipt,) = devnet.receipts([tx_hash])
+    assert receipt is not None and receipt.status == 0
+    assert devnet.pending_nonce(sender.address) == 1
+    assert devnet.web3.eth.get_balance(sender.address) < 10**18
+    with pytest.raises(Reverted, match="not a minter"):
+        devnet.estimate_gas({"from": sender.address, "to": devnet.addresses["USDC"], "data": mint})
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"nonce": 5}, "nonce too high"),
+        ({"chainId": 1}, "invalid chain id"),
+        ({"gas": 20_000}, "intrinsic gas too low"),
+        ({"maxFeePerGas": 1, "maxPriorityFeePerGas": 1}, "less than block base fee"),
+        ({"value": 10**30}, "insufficient funds"),
+    ],
+)
+def test_refusals_speak_as_nodes_do(devnet: DevnetChain, change: dict, words: str) -> None:
+    sender = Account.create()
+    devnet.faucet(sender.address, "ETH", "1")
+    tx = {"chainId": 31337, "type": 2, "nonce": 0, "to": sender.address, "gas": 21_000,
+          "value": 1, **devnet.fee_fields(), **change}  # fmt: skip
+    signed = sender.sign_transaction(tx)
+    with pytest.raises(UpstreamError, match=words):
+        devnet.send_raw_transaction(bytes(signed.raw_transaction))
+    assert devnet.pending_nonce(sender.address) == 0
+
+
+@pytest.mark.parametrize("kind", [0, 1])
+def test_legacy_and_access_list_transactions_are_mined(devnet: DevnetChain, kind: int) -> None:
+    sender, to = Account.create(), Account.create().address
+    devnet.faucet(sender.address, "ETH", "1")
+    tx = {"chainId": 31337, "nonce": 0, "to": to, "gas": 21_000, "value": 5,
+          "gasPrice": devnet.fee_fields()["maxFeePerGas"]}  # fmt: skip
+    if kind == 1:
+        tx |= {"type": 1, "accessList": []}
+    tx_hash = devnet.send_raw_transaction(bytes(sender.sign_transaction(tx).raw_transaction))
+    (receipt,) = devnet.receipts([tx_hash])
+    assert receipt is not None and receipt.status == 1 and receipt.type == kind
+    assert receipt.sender == sender.address.lower()
+    assert devnet.web3.eth.get_balance(to) == 5
+
+
+def test_a_deployment_cut_short_leaves_a_file_that_starts_afresh(tmp_path, monkeypatch) -> None:
+    """A crash while deploying (here: the third transaction fails) keeps no block."""
+    from treasury.backends.chain import _deploy
+
+    path = str(tmp_path / "t.chain")
+    sent = []
+    original = _deploy._send
+
+    def failing(*args: object, **kwargs: object) -> str:
+        if len(sent) == 2:
+            raise RuntimeError("the process died here")
+        sent.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_deploy, "_send", failing)
+    with pytest.raises(RuntimeError, match="died"):
+        DevnetChain(state_path=path)
+    monkeypatch.undo()
+    chain = DevnetChain(state_path=path)
+    assert chain.earner_rate_bps() == 415  # deployed whole this time
+    assert balance_of(chain, "USDC", chain.addresses["swap_facility"]) >= 10**15
+    chain.close()

@@ -1,4 +1,5 @@
-"""Deploy the committed contract artifacts on an in-process EVM and exercise them."""
+"""Deploy the committed contract artifacts on the in-process devnet's EVM (revm) and
+exercise them through web3, as a user of `dev.web3` would."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from typing import Any
 
 import pytest
 from eth_abi import decode
-from eth_tester import EthereumTester, PyEVMBackend
-from eth_tester.exceptions import TransactionFailed
-from web3 import EthereumTesterProvider, Web3
+from web3 import Web3
 from web3.exceptions import ContractLogicError
 from web3.logs import DISCARD
+
+from treasury.backends.chain.devnet import DevnetChain
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "treasury" / "contracts" / "artifacts.json"
 CONTRACTS: dict[str, dict[str, Any]] = json.loads(ARTIFACTS.read_text(encoding="utf-8"))[
@@ -22,7 +23,6 @@ CONTRACTS: dict[str, dict[str, Any]] = json.loads(ARTIFACTS.read_text(encoding="
 
 SCALE = 10**12  # c0 base units per stablecoin base unit
 USDC = 10**6  # one whole stablecoin
-REVERTS = (TransactionFailed, ContractLogicError)
 
 
 @dataclass
@@ -46,9 +46,8 @@ def _send(fn: Any, sender: str) -> Any:
 
 
 def _reverts(fn: Any, sender: str, reason: str) -> None:
-    # eth-tester raises TransactionFailed while estimating gas; web3 may raise
-    # ContractLogicError instead. Either way the revert reason is in the message.
-    with pytest.raises(REVERTS, match=reason):
+    # the gas estimate reverts: web3 raises ContractLogicError with the reason
+    with pytest.raises(ContractLogicError, match=reason):
         fn.transact({"from": sender})
 
 
@@ -63,9 +62,7 @@ def _deploy(w3: Web3, name: str, *args: Any, sender: str) -> Any:
 
 @pytest.fixture
 def chain() -> Chain:
-    # Build the backend explicitly: the implicit EthereumTesterProvider() path can
-    # silently fall back to a mock backend.
-    w3 = Web3(EthereumTesterProvider(EthereumTester(backend=PyEVMBackend())))
+    w3 = DevnetChain().web3  # a chain of its own, in memory
     owner, alice, bob = w3.eth.accounts[:3]
     usdc = _deploy(w3, "TestStablecoin", "USD Coin", "USDC", sender=owner)
     usdt = _deploy(w3, "TestTetherToken", "Tether USD", "USDT", sender=owner)
@@ -274,7 +271,7 @@ def test_multicall_aggregate3(chain: Chain) -> None:
     assert results[3][1][:4] == bytes.fromhex("08c379a0")
     assert b"not the owner" in results[3][1]
 
-    with pytest.raises(REVERTS, match="Multicall3: call failed"):
+    with pytest.raises(ContractLogicError, match="Multicall3: call failed"):
         mc.functions.aggregate3([*calls, (failing[0], False, failing[2])]).call()
 
     block = chain.w3.eth.block_number

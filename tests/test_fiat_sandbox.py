@@ -8,12 +8,15 @@ from collections.abc import Iterator
 
 import pytest
 
+from treasury._infra.schema import migrate
 from treasury.backends.chain.devnet import DevnetChain
 from treasury.backends.fiat.base import FiatContext, OffRamp, ProviderTransfer
 from treasury.backends.fiat.sandbox import SandboxFiat
 from treasury.evm.abi import BALANCE_OF
 from treasury.money import to_raw
 from treasury.testing.fiat import ACCOUNT, FiatSuite, Settle
+
+from .conftest import open_storage
 
 
 @pytest.fixture(scope="module")
@@ -59,3 +62,37 @@ def test_an_onramp_payout_is_minted_on_the_chain(devnet: DevnetChain) -> None:
     assert views[-1].state == "payment_processed"
     assert devnet.receipts([views[-1].destination_tx_hash or ""])[0] is not None
     assert usdc_of(devnet, request.to_address) == to_raw("12", 6)
+
+
+def test_bound_to_a_store_it_remembers_everything_across_instances(
+    devnet: DevnetChain, storage_url: str
+) -> None:
+    """A new instance on the same store (a restarted process) knows the customer, the
+    bank account, the virtual account and its balance, and moves an open transfer on."""
+    storage = open_storage(storage_url)
+    migrate(storage, now="2026-01-01T00:00:00.000000Z")
+
+    def provider() -> SandboxFiat:
+        fiat = SandboxFiat()
+        fiat.bind(FiatContext(chain=lambda chain_id: devnet, storage=storage))
+        return fiat
+
+    first = provider()
+    customer = first.create_customer("Acme", idempotency_key="c")
+    account = first.register_external_account(customer, ACCOUNT, idempotency_key="a")
+    virtual = first.create_virtual_account(customer, idempotency_key="v")
+    first.deposit_to_virtual_account(virtual.id, "12.25")
+    made = first.create_transfer(
+        customer, TestSandboxFiat().onramp(account, "3", "0"), idempotency_key="t"
+    )
+    assert first.transfers([made.id])[0].state == "funds_received"
+
+    again = provider()
+    assert again.create_customer("Acme", idempotency_key="c") == customer
+    assert again.accounts == {account: ACCOUNT}
+    assert again.create_virtual_account(customer, idempotency_key="v") == virtual
+    assert again.wallet_balance(customer, virtual.wallet_id) == "12.25"
+    views = [again.transfers([made.id])[0] for _ in range(2)]
+    assert [v.state for v in views] == ["payment_submitted", "payment_processed"]
+    assert views[0].destination_tx_hash == views[1].destination_tx_hash  # paid once
+    storage.close()

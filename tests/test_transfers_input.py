@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from treasury import Treasury
@@ -23,7 +23,9 @@ CHAIN = 31337
 
 @pytest.fixture(scope="module")
 def env(module_storage_url) -> Iterator[dict[str, Any]]:
-    t = Treasury.open(module_storage_url, master_key=MASTER_KEY)
+    # these tests send more than the default 100 requests a minute of one key (the devnet
+    # answers in a few ms): the limiter is tested elsewhere
+    t = Treasury.open(module_storage_url, master_key=MASTER_KEY, rate_limit="100000/minute")
     tenant, other = make_tenant(t), make_tenant(t, "Globex")
     with (
         serve(create_app(t)) as url,
@@ -139,24 +141,30 @@ def test_the_idempotency_key_is_required_and_bounded(env):
         st.text(max_size=12),
     )
 )
+@example(amount="10000000000000000000000")  # 23 digits: valid, beyond Decimal's default precision
+@example(amount="1" + "0" * 72)  # its raw units pass 2**256
 def test_property_amounts_are_positive_with_at_most_six_places(env, amount):
     """Any amount string: valid exactly when it is a positive plain decimal of at most six
-    places (here far above the balance, so a valid one is refused for that instead)."""
-    from decimal import Decimal, InvalidOperation
+    places whose raw units fit a uint256 (here far above the balance, so a valid one is
+    refused for that instead)."""
+    from decimal import Decimal, InvalidOperation, localcontext
 
     body = onramp(env["bank"], env["managed"], amount)
     r = env["api"].post("/v1/transfers", json=body, headers=idem())
     try:
-        value = Decimal(amount)
-        valid = (
-            value > 0
-            and value == value.quantize(Decimal("0.000001"))
-            and amount == amount.strip()
-            and all(c in "0123456789." for c in amount)
-            and not amount.startswith(".")
-            and not amount.endswith(".")
-            and not (amount.startswith("0") and len(amount.split(".")[0]) > 1)
-        )
+        with localcontext() as exact:  # the default 28 digits would refuse 10**22 itself
+            exact.prec = 200
+            value = Decimal(amount)
+            valid = (
+                value > 0
+                and value == value.quantize(Decimal("0.000001"))
+                and value * 10**6 < 2**256
+                and amount == amount.strip()
+                and all(c in "0123456789." for c in amount)
+                and not amount.startswith(".")
+                and not amount.endswith(".")
+                and not (amount.startswith("0") and len(amount.split(".")[0]) > 1)
+            )
     except InvalidOperation:
         valid = False
     assert r.status_code == (201 if valid else 400), (amount, r.text)

@@ -165,13 +165,19 @@ class Treasury:
             custody=custodian,
             fiat=plugins.resolve("fiat", fiat or settings.fiat, FiatProvider),
             clock=clock,
-            chains=ChainRegistry(settings.chains, settings.primary_chain),
+            chains=ChainRegistry(
+                settings.chains,
+                settings.primary_chain,
+                str(store.key_file.with_suffix("")) if store.key_file else None,
+            ),
             signer=Signer(custodian),
             allow_private_webhook_urls=settings.allow_private_webhook_urls,
             sweep_minimum=settings.sweep_minimum,
             snapshot_interval=settings.snapshot_interval,
         )
-        runtime.fiat.bind(FiatContext(chain=runtime.chains.get))
+        runtime.fiat.bind(
+            FiatContext(runtime.chains.get, store, secrets.derive("encrypt:fiat-plugin"))
+        )
         migrate(store, now=runtime.now_text())
         treasury = cls(runtime, settings)
         if not isinstance(storage, Storage):

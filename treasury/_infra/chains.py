@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..backends.chain.base import Chain, ChainConfig
@@ -24,9 +24,18 @@ class TokenMetadata:
 
 
 class ChainRegistry:
-    def __init__(self, specs: Mapping[int, ChainSpec], primary: int | None = None):
+    """`state_beside` is the store's file: a chain that runs in the process (the devnet)
+    keeps its state beside it, in ``<store>.chain`` (chain 31337) or ``<store>.chain-<id>``."""
+
+    def __init__(
+        self,
+        specs: Mapping[int, ChainSpec],
+        primary: int | None = None,
+        state_beside: str | None = None,
+    ):
         self._specs = dict(specs)
         self._primary = primary
+        self._state_beside = state_beside
         self._open: dict[int, Chain] = {}
         self._lock = threading.Lock()
         self._tokens: dict[int, dict[str, TokenMetadata]] = {}
@@ -59,6 +68,9 @@ class ChainRegistry:
             if chain is None:
                 assert spec is not None
                 config = ChainConfig.parse(chain_id, spec)
+                if self._state_beside and config.state_path is None:
+                    suffix = ".chain" if chain_id == 31337 else f".chain-{chain_id}"
+                    config = replace(config, state_path=self._state_beside + suffix)
                 cls = plugins.checked_class("chain", config.url, Chain)
                 chain = self._open[chain_id] = cls.from_config(config)
             return chain

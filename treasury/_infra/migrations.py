@@ -393,4 +393,15 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 PRIMARY KEY (chain_id, sender))""",
         ],
     ),
+    (
+        11,
+        "the sandbox fiat provider's customers, accounts, transfers and virtual accounts",
+        [
+            """CREATE TABLE sandbox_fiat (
+                kind TEXT NOT NULL,
+                id TEXT NOT NULL,
+                body {blob} NOT NULL,
+                PRIMARY KEY (kind, id))""",
+        ],
+    ),
 ]

@@ -266,6 +266,18 @@ class FiatSuite:
         trail = [fiat.transfers([made.id])[0] for _ in range(MAX_READS)]
         self._check_progress(request, trail)
 
+    def test_an_offramp_awaiting_funds_can_be_cancelled(
+        self, fiat: FiatProvider, customer: str, account: str
+    ) -> None:
+        """Where the provider offers cancellation: an off-ramp whose USDC will never come
+        is cancelled, stays so, and reads as cancelled; None where it offers none."""
+        made = fiat.create_transfer(customer, self.offramp(account), idempotency_key=new_key())
+        cancelled = fiat.cancel_transfer(made.id)
+        if cancelled is None:
+            pytest.skip("this provider offers no cancellation")
+        assert (cancelled.id, cancelled.state) == (made.id, "canceled")
+        assert [v.state for v in fiat.transfers([made.id])] == ["canceled"]
+
     def _check_progress(self, request: OnRamp | OffRamp, trail: list[ProviderTransfer]) -> None:
         """States never go back, end processed; once submitted the amount paid is the
         amount less the fee, and an on-ramp's payout has a transaction hash."""

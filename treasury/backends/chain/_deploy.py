@@ -43,18 +43,15 @@ def artifacts() -> dict[str, dict[str, Any]]:
 def deploy_contracts(w3: Any, sender: Any) -> dict[str, str]:
     """Deploy our contracts from `sender` and return `ChainConfig.addresses` (lowercase).
 
-    `sender` is an address the node signs for (eth-tester and anvil dev accounts) or an
+    `sender` is an address the node signs for (the devnet's and anvil's dev accounts) or an
     eth-account ``LocalAccount``. Also makes the swap facility the c0 minter and seeds it
     with `RESERVES` of USDC and USDT so that withdrawals work; `sender` is the yield
     distributor's operator.
     """
     address = _address_of(sender)
     nonce = w3.eth.get_transaction_count(to_checksum_address(address), "pending")
-    names = [
-        "USDC", "USDT", "c0", "swap_facility", "earner_rate_source", "multicall",
-        "yield_distributor",
-    ]  # fmt: skip
-    at = {name: contract_address(address, nonce + i) for i, name in enumerate(names)}
+    at = contract_addresses(address, nonce)
+    names = list(at)
     steps: list[tuple[str | None, bytes]] = [
         (None, _creation("TestStablecoin", ["string", "string"], ["USD Coin", "USDC"])),
         (None, _creation("TestTetherToken", ["string", "string"], ["Tether USD", "USDT"])),
@@ -80,6 +77,15 @@ def deploy_contracts(w3: Any, sender: Any) -> dict[str, str]:
         if i < len(names) and str(receipt["contractAddress"]).lower() != at[names[i]]:
             raise RuntimeError(f"{names[i]} was deployed at an unexpected address")
     return at
+
+
+def contract_addresses(deployer: str, nonce: int) -> dict[str, str]:
+    """Where `deploy_contracts` puts our contracts when `deployer` starts at `nonce`."""
+    names = [
+        "USDC", "USDT", "c0", "swap_facility", "earner_rate_source", "multicall",
+        "yield_distributor",
+    ]  # fmt: skip
+    return {name: contract_address(deployer, nonce + i) for i, name in enumerate(names)}
 
 
 def fund(

@@ -41,6 +41,8 @@ class ChainConfig:
     USDT and c0. `minter_key` is the private key of the account that owns our test
     contracts on a local chain (anvil's first dev account for `treasury devnet`): with
     it the chain can mint, and the test helpers (the faucet) exist. Never on a real chain.
+    `state_path` is where a chain that runs inside the process keeps its state (the
+    devnet's blocks; `Treasury.open` sets it beside a SQLite store); None keeps it in memory.
     """
 
     chain_id: int
@@ -48,6 +50,7 @@ class ChainConfig:
     addresses: Mapping[str, str] = field(default_factory=dict)
     tokens: Sequence[str] = ()
     minter_key: str | None = field(default=None, repr=False)
+    state_path: str | None = None
 
     @classmethod
     def parse(cls, chain_id: int, spec: str | Mapping[str, Any] | ChainConfig) -> ChainConfig:

@@ -1,71 +1,72 @@
-"""``devnet://``: an in-process EVM (eth-tester on py-evm) with our contracts deployed.
+"""``devnet://``: an in-process EVM (revm, through `pyrevm`) with our contracts deployed.
 
-Each `DevnetChain` is an independent chain that lives in memory and dies with the object.
-At start it deploys the contracts of ``treasury/contracts`` from a pre-funded account
-(the deployer), makes the swap facility the c0 minter and seeds it with stablecoin
-reserves. `faucet` mints tokens or sends ETH to any address.
+A `DevnetChain` is a chain of its own inside the process: one transaction a block, mined
+on arrival (`_node.Node`). Its blocks are kept in `state_path` (a SQLite file, by default
+``<store>.chain`` beside a SQLite store), committed with each block, so a restart or a
+kill -9 keeps balances, contracts, nonces and receipts; without a path it lives in memory
+and dies with the object. A fresh chain deploys the contracts of ``treasury/contracts``
+from its deployer (anvil's first dev account), makes the swap facility the c0 minter and
+seeds it with stablecoin reserves. `faucet` mints tokens or sends ETH to any address.
 
-Three fixes over a stock eth-tester (see DESIGN §4): the chain id is the configured one
-(31337 by default) both in py-evm, where ``block.chainid`` reads it, and in the
-provider's ``eth_chainId``; transactions are found through py-evm's hash index instead of
-a scan of every block; raw transactions signed for another chain id are refused.
-
-eth-tester is not thread-safe: every access, including through `web3`, holds `lock`
-(an ``RLock``). Hold it yourself to make several `web3` requests atomic, e.g. reading a
-nonce and sending.
+The chain id is the configured one (31337 by default) in ``block.chainid`` and
+``eth_chainId``; raw transactions signed for another chain id are refused; receipts are
+found by hash (no log scans); node errors are normalised here as on a JSON-RPC node
+(DESIGN §4). Every access, including through `web3`, holds `lock` (an ``RLock``); hold it
+yourself to make several `web3` requests atomic, e.g. reading a nonce and sending.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
-from typing import Any, Self
+from typing import Any, Self, cast
+from urllib.parse import unquote, urlsplit
 
-from eth_tester import EthereumTester, PyEVMBackend
-from eth_tester.backends.pyevm.serializers import (
-    serialize_transaction,
-    serialize_transaction_receipt,
-)
-from eth_tester.exceptions import TransactionFailed, TransactionNotFound, ValidationError
-from eth_utils.exceptions import ValidationError as EvmValidationError
-from web3 import EthereumTesterProvider, Web3
-from web3.exceptions import ContractLogicError
-from web3.providers.eth_tester.defaults import API_ENDPOINTS
+from web3 import Web3
+from web3.exceptions import ContractLogicError, Web3RPCError
+from web3.providers.base import BaseProvider
+from web3.types import RPCEndpoint, RPCResponse
 
 from ...errors import UpstreamError
 from ...evm.abi import call_fields, calldata, check_hash, revert_reason
-from ._deploy import deploy_contracts, fund, post_yield_root
+from ._deploy import contract_addresses, deploy_contracts, fund, post_yield_root
+from ._ledger import Ledger
+from ._node import Node, RpcError
 from .base import Chain, ChainConfig, Receipt, Reverted
+from .rpc import _raise, _receipt
 
 __all__ = ["DevnetChain"]
 
-_TIP = 10**9
-_TESTER_NAMES = {  # eth-tester's snake_case for the camelCase fields
-    "gasPrice": "gas_price",
-    "maxFeePerGas": "max_fee_per_gas",
-    "maxPriorityFeePerGas": "max_priority_fee_per_gas",
-}
-
 
 class DevnetChain(Chain):
-    """An in-process chain (chain id from the config, 31337 by default) with our contracts."""
+    """An in-process chain (chain id from the config, 31337 by default) with our contracts,
+    kept in `state_path` when given."""
 
-    def __init__(self, chain_id: int = 31337, tokens: Sequence[str] = ()) -> None:
+    def __init__(
+        self, chain_id: int = 31337, tokens: Sequence[str] = (), state_path: str | None = None
+    ) -> None:
         self.chain_id = chain_id
+        self.state_path = state_path
         self.lock = threading.RLock()
-        self._tester = EthereumTester(backend=_Backend(chain_id))
-        endpoints = {namespace: dict(methods) for namespace, methods in API_ENDPOINTS.items()}
-        endpoints["eth"]["chainId"] = lambda tester, params: tester.backend.chain.chain_id
-        self._web3 = Web3(_LockedProvider(self.lock, self._tester, endpoints))
-        accounts = [a.lower() for a in self._tester.get_accounts()]
-        # eth-tester charges gas for eth_call, so calls come from a funded account that
-        # holds no role (a zero-balance sender cannot afford the block gas limit).
-        self.deployer, self._caller = accounts[0], accounts[-1]
-        with self._errors():
-            self.addresses = deploy_contracts(self._web3, self.deployer)
+        ledger = Ledger(state_path, chain_id)
+        try:
+            self._node = Node(chain_id, ledger)
+        except Exception:
+            ledger.close()
+            raise
+        self._web3 = Web3(_NodeProvider(self))
+        self.deployer = next(iter(self._node.accounts))
+        if self._node.head.number > 0:  # a replayed chain: deployed first, all at once
+            self.addresses = contract_addresses(self.deployer, 0)
+        else:
+            try:
+                with ledger.atomic():
+                    self.addresses = deploy_contracts(self._web3, self.deployer)
+            except Exception:
+                ledger.close()
+                raise
         core = [self.addresses[k] for k in ("USDC", "USDT", "c0")]
         self.tokens = core + [t.lower() for t in tokens if t.lower() not in core]
 
@@ -73,7 +74,8 @@ class DevnetChain(Chain):
     def from_config(cls, config: ChainConfig) -> Self:
         if config.addresses:
             raise ValueError("devnet:// deploys its own contracts; do not configure addresses")
-        return cls(config.chain_id, config.tokens)
+        path = unquote(urlsplit(config.url).path).removeprefix("/") or config.state_path
+        return cls(config.chain_id, config.tokens, path or None)
 
     @property
     def web3(self) -> Web3:
@@ -83,38 +85,35 @@ class DevnetChain(Chain):
     # -- the Chain interface --------------------------------------------------------
 
     def call(self, to: str, data: bytes) -> bytes:
-        tx = {"from": self._caller, "to": to.lower(), "data": "0x" + data.hex()}
-        with self._errors():
-            result: str = self._tester.call(tx, "latest")
-        return bytes.fromhex(result.removeprefix("0x"))
+        result = self._rpc("eth_call", {"to": to.lower(), "data": "0x" + data.hex()})
+        return bytes.fromhex(str(result).removeprefix("0x"))
 
     def receipts(self, hashes: Sequence[str]) -> list[Receipt | None]:
-        with self._errors():
-            return [self._receipt(check_hash(h)) for h in hashes]
+        checked = [check_hash(h) for h in hashes]
+        with self.lock:
+            found = [self._node.request("eth_getTransactionReceipt", [h]) for h in checked]
+        return [_receipt(r) if r else None for r in found]
 
     def send_raw_transaction(self, raw: bytes) -> str:
-        with self._errors():
-            tx_hash: str = self._tester.send_raw_transaction("0x" + bytes(raw).hex())
-        return tx_hash.lower()
+        return str(self._rpc("eth_sendRawTransaction", "0x" + bytes(raw).hex())).lower()
 
     def pending_nonce(self, address: str) -> int:
-        with self._errors():
-            return int(self._tester.get_nonce(address.lower(), "pending"))
+        return int(self._rpc("eth_getTransactionCount", address.lower(), "pending"), 16)
 
     def mined_nonce(self, address: str) -> int:
-        with self._errors():
-            return int(self._tester.get_nonce(address.lower(), "latest"))
+        return int(self._rpc("eth_getTransactionCount", address.lower(), "latest"), 16)
 
     def fee_fields(self) -> dict[str, int]:
-        with self._errors():
-            base = int(self._tester.get_block_by_number("pending")["base_fee_per_gas"])
-        return {"maxFeePerGas": 2 * base + _TIP, "maxPriorityFeePerGas": _TIP}
+        with self.lock:
+            base = self._node.request("eth_feeHistory", [1, "latest"])["baseFeePerGas"][-1]
+            tip = self._node.request("eth_maxPriorityFeePerGas", [])
+        return {
+            "maxFeePerGas": 2 * int(base, 16) + int(tip, 16),
+            "maxPriorityFeePerGas": int(tip, 16),
+        }
 
     def estimate_gas(self, transaction: Mapping[str, Any]) -> int:
-        fields = call_fields(transaction)
-        tx = {"from": self._caller, **{_TESTER_NAMES.get(k, k): v for k, v in fields.items()}}
-        with self._errors():
-            return int(self._tester.estimate_gas(tx, "latest"))
+        return int(self._rpc("eth_estimateGas", call_fields(transaction)), 16)
 
     @property
     def can_mint(self) -> bool:
@@ -145,117 +144,59 @@ class DevnetChain(Chain):
             "from": self.deployer,
             "to": self.addresses["earner_rate_source"],
             "data": "0x" + calldata("setEarnerRate(uint32)", rate).hex(),
-            "gas": 100_000,
+            "gas": hex(100_000),
         }
-        with self._errors():
-            tx_hash = self._tester.send_transaction(tx)
-            status = self._tester.get_transaction_receipt(tx_hash)["status"]
-        if status != 1:
+        with self.lock:
+            tx_hash = self._rpc("eth_sendTransaction", tx)
+            status = self._node.request("eth_getTransactionReceipt", [tx_hash])["status"]
+        if status != "0x1":
             raise Reverted(f"setting the earner rate reverted ({tx_hash})")
 
     def close(self) -> None:
-        """Nothing to release: the chain is garbage-collected with this object."""
+        """Close the chain's file (its state stays there for the next start)."""
+        with self.lock:
+            self._node.ledger.close()
 
     # -- internals --------------------------------------------------------------------
 
-    def _receipt(self, tx_hash: str) -> Receipt | None:
-        try:
-            r = self._tester.get_transaction_receipt(tx_hash)
-        except TransactionNotFound:
-            return None
-        if r["block_number"] is None:  # still in the pending block
-            return None
-        root = r.get("state_root")
-        return Receipt(
-            transaction_hash=r["transaction_hash"].lower(),
-            transaction_index=int(r["transaction_index"]),
-            block_hash=r["block_hash"].lower(),
-            block_number=int(r["block_number"]),
-            sender=r["from"].lower(),
-            to=r["to"].lower() if r["to"] else None,
-            contract_address=(r["contract_address"] or "").lower() or None,
-            status=int(r["status"]),
-            type=int(r["type"], 16) if isinstance(r["type"], str) else int(r["type"]),
-            root="0x" + root.hex() if isinstance(root, bytes) and len(root) == 32 else None,
-        )
+    def _rpc(self, method: str, *params: Any) -> Any:
+        """One request to the node; its errors as a JSON-RPC node's are (`rpc._raise`)."""
+        with self.lock:
+            try:
+                return self._node.request(method, list(params))
+            except RpcError as e:
+                if e.code == 3:
+                    _raise({"error": e.answer()}, method)
+                raise UpstreamError(f"devnet refused the request: {e.message}") from None
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        """Hold the lock; turn reverts into `Reverted` and node refusals into `UpstreamError`."""
+        """Hold the lock; web3's errors from the node become `Reverted` / `UpstreamError`."""
         with self.lock:
             try:
                 yield
-            except (TransactionFailed, ContractLogicError) as e:
-                reason = revert_reason(getattr(e, "data", None) or e)
+            except ContractLogicError as e:
+                reason = revert_reason(e.data or str(e))
                 raise Reverted(f"Execution reverted: {reason}" if reason else None) from e
-            except (ValidationError, EvmValidationError) as e:
-                raise UpstreamError(f"devnet refused the request: {_as_nodes_say(e)}") from e
+            except Web3RPCError as e:
+                raise UpstreamError(f"devnet refused the request: {e.message}") from e
 
 
-def _as_nodes_say(error: Exception) -> str:
-    """py-evm's refusal, with the words JSON-RPC nodes use where they differ (an old nonce
-    is "nonce too low", which `broadcast` checks against the receipt)."""
-    text = str(error)
-    found = re.search(r"Invalid transaction nonce: Expected (\d+), but got (\d+)", text)
-    if found and int(found.group(2)) < int(found.group(1)):
-        return f"nonce too low ({text})"
-    return text
+class _NodeProvider(BaseProvider):
+    """web3's provider for the node: requests hold the chain's lock; no I/O."""
 
-
-class _Backend(PyEVMBackend):  # type: ignore[misc]
-    """py-evm backend with our chain id, hash-indexed look-ups and a chain-id check."""
-
-    def __init__(self, chain_id: int) -> None:
-        self._chain_id = chain_id
+    def __init__(self, chain: DevnetChain) -> None:
         super().__init__()
+        self._chain = chain
 
-    def reset_to_genesis(self, *args: Any, **kwargs: Any) -> None:
-        super().reset_to_genesis(*args, **kwargs)
-        # eth-tester hard-codes the id on a chain class it defines per call: subclass it.
-        base = type(self.chain)
-        self.chain.__class__ = type(base.__name__, (base,), {"chain_id": self._chain_id})
+    def make_request(self, method: RPCEndpoint, params: Any) -> RPCResponse:
+        with self._chain.lock:
+            try:
+                result = self._chain._node.request(method, list(params))
+            except RpcError as e:
+                answer: dict[str, Any] = {"jsonrpc": "2.0", "id": 0, "error": e.answer()}
+                return cast(RPCResponse, answer)
+        return {"jsonrpc": "2.0", "id": 0, "result": result}
 
-    def send_raw_transaction(self, raw_transaction: bytes) -> bytes:
-        if raw_transaction[:1] != b"\x03":  # blob transactions are decoded by eth-tester
-            builder = self.chain.get_vm().get_transaction_builder()
-            chain_id = builder.decode(raw_transaction).chain_id
-            if chain_id is not None and chain_id != self._chain_id:
-                raise ValidationError(f"invalid chain id {chain_id}, expected {self._chain_id}")
-        tx_hash: bytes = super().send_raw_transaction(raw_transaction)
-        return tx_hash
-
-    def get_transaction_by_hash(self, transaction_hash: bytes) -> Any:
-        block, transaction, index, pending = self._find(transaction_hash)
-        return serialize_transaction(block, transaction, index, pending)
-
-    def get_transaction_receipt(self, transaction_hash: bytes) -> Any:
-        block, transaction, index, pending = self._find(transaction_hash)
-        receipts = block.get_receipts(self.chain.chaindb)
-        vm = self.chain.get_vm()
-        return serialize_transaction_receipt(block, receipts, transaction, index, pending, vm)
-
-    def _find(self, transaction_hash: bytes) -> tuple[Any, Any, int, bool]:
-        pending = self.chain.get_block()
-        for index, transaction in enumerate(pending.transactions):
-            if transaction.hash == transaction_hash:
-                return pending, transaction, index, True
-        try:
-            number, index = self.chain.chaindb.get_transaction_index(transaction_hash)
-        except Exception as e:  # py-evm's TransactionNotFound
-            raise TransactionNotFound(f"unknown transaction 0x{transaction_hash.hex()}") from e
-        block = self.chain.get_canonical_block_by_number(number)
-        return block, block.transactions[index], index, False
-
-
-class _LockedProvider(EthereumTesterProvider):
-    """Serialises every request on the chain's lock (eth-tester is not thread-safe)."""
-
-    def __init__(
-        self, lock: threading.RLock, tester: EthereumTester, endpoints: dict[str, Any]
-    ) -> None:
-        super().__init__(tester, endpoints)
-        self._lock = lock
-
-    def make_request(self, method: Any, params: Any) -> Any:
-        with self._lock:
-            return super().make_request(method, params)
+    def is_connected(self, show_traceback: bool = False) -> bool:
+        return True

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Self
+
+from ..storage.base import Storage
 
 #: Provider transfer states that end a transfer.
 FINAL_STATES = frozenset(
@@ -112,9 +114,14 @@ class VirtualAccount:
 @dataclass(frozen=True)
 class FiatContext:
     """What the treasury gives a fiat plugin when it opens. `chain(chain_id)` returns the
-    chain backend (the sandbox pays on-ramps out and watches off-ramp deposits there)."""
+    chain backend (the sandbox pays on-ramps out and watches off-ramp deposits there);
+    `storage` is the treasury's store (migrated before first use), where a plugin that
+    simulates a provider may keep its state (the sandbox's table ``sandbox_fiat``), sealed
+    with `encryption_key` (32 bytes for this plugin alone, derived from the master key)."""
 
     chain: Callable[[int], Any]
+    storage: Storage | None = None
+    encryption_key: bytes | None = field(default=None, repr=False)
 
 
 class FiatProvider(ABC):

@@ -1,8 +1,11 @@
 """``sandbox://`` — an in-process simulation of the fiat provider.
 
-It keeps its customers, accounts, transfers and virtual accounts in memory (like the
-devnet, it lives inside one process) and moves like the real provider, one state per
-poll (`transfers`, which the treasury's job calls once a pass):
+It keeps its customers, bank accounts, transfers, virtual accounts and idempotency keys
+in the treasury's store (table ``sandbox_fiat``, one JSON record a row), so they outlive
+the process: an organization's bank accounts and virtual account keep working after a
+restart, and transfers open at a crash finish after it. Unbound to a store (a bare
+``SandboxFiat()``), it keeps them in memory. It moves like the real provider, one state
+per poll (`transfers`, which the treasury's job calls once a pass):
 
 * on-ramp: ``awaiting_funds`` (the customer's ACH push is simulated as arrived) →
   ``funds_received`` → ``payment_submitted`` (USDC, the amount less the developer fee, is
@@ -16,16 +19,20 @@ Bank details it invents are plausible: routing numbers pass the ABA checksum.
 
 from __future__ import annotations
 
+import json
 import secrets
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, replace
 from decimal import Decimal
 from typing import Any, Self
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from ...errors import UpstreamError
 from ...evm.abi import BALANCE_OF
 from ...money import to_raw
+from ..storage.base import Storage
 from .base import (
     FINAL_STATES,
     BankDeposit,
@@ -42,21 +49,63 @@ ROUTING_NUMBER = "021000021"  # a valid ABA checksum
 _NEXT = {"awaiting_funds": "funds_received", "funds_received": "payment_submitted"}
 _NEXT |= {"payment_submitted": "payment_processed"}
 
+Record = dict[str, Any]
 
-@dataclass
-class _Transfer:
-    request: OnRamp | OffRamp
-    view: ProviderTransfer
+
+class _Records:
+    """The sandbox's records by (kind, id): in the treasury's store (AES-GCM sealed when
+    given a key: they hold bank account numbers), else in memory."""
+
+    def __init__(self) -> None:
+        self.storage: Storage | None = None
+        self.key: bytes | None = None
+        self._memory: dict[tuple[str, str], Record] = {}
+
+    def _seal(self, kind: str, id: str, body: Record) -> bytes:
+        text = json.dumps(body, sort_keys=True).encode()
+        if self.key is None:
+            return text
+        nonce = secrets.token_bytes(12)
+        return nonce + AESGCM(self.key).encrypt(nonce, text, f"{kind}:{id}".encode())
+
+    def _open(self, kind: str, id: str, stored: bytes) -> Record:
+        if self.key is not None:
+            stored = AESGCM(self.key).decrypt(stored[:12], stored[12:], f"{kind}:{id}".encode())
+        found: Record = json.loads(stored)
+        return found
+
+    def get(self, kind: str, id: str) -> Record | None:
+        if self.storage is None:
+            return self._memory.get((kind, id))
+        row = self.storage.read_one(
+            "SELECT body FROM sandbox_fiat WHERE kind = ? AND id = ?", (kind, id)
+        )
+        return self._open(kind, id, bytes(row["body"])) if row else None
+
+    def all(self, kind: str) -> dict[str, Record]:
+        if self.storage is None:
+            return {id: body for (k, id), body in self._memory.items() if k == kind}
+        with self.storage.read() as tx:
+            rows = tx.query("SELECT id, body FROM sandbox_fiat WHERE kind = ?", (kind,))
+        return {row["id"]: self._open(kind, row["id"], bytes(row["body"])) for row in rows}
+
+    def put(self, *records: tuple[str, str, Record]) -> None:
+        """Write `records` ``(kind, id, body)`` at once (one transaction)."""
+        if self.storage is None:
+            self._memory.update({(kind, id): body for kind, id, body in records})
+            return
+        with self.storage.transaction() as tx:
+            for kind, id, body in records:
+                tx.execute(
+                    "INSERT INTO sandbox_fiat (kind, id, body) VALUES (?, ?, ?)"
+                    " ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body",
+                    (kind, id, self._seal(kind, id, body)),
+                )
 
 
 class SandboxFiat(FiatProvider):
     def __init__(self) -> None:
-        self.customers: dict[str, str] = {}  # id -> name
-        self.accounts: dict[str, ExternalAccount] = {}  # provider id -> account
-        self.virtual_accounts: dict[str, VirtualAccount] = {}
-        self.balances: dict[str, Decimal] = {}  # provider wallet id -> USDB
-        self._transfers: dict[str, _Transfer] = {}
-        self._by_key: dict[str, Any] = {}  # idempotency key -> what it created
+        self._records = _Records()
         self._lock = threading.RLock()
         self._context: FiatContext | None = None
 
@@ -64,60 +113,70 @@ class SandboxFiat(FiatProvider):
     def from_url(cls, url: str) -> Self:
         return cls()
 
+    @property
+    def accounts(self) -> dict[str, ExternalAccount]:
+        """The bank accounts registered, by the sandbox's id (for tests)."""
+        found = self._records.all("account")
+        return {id: ExternalAccount(**body["account"]) for id, body in found.items()}
+
     def bind(self, context: FiatContext) -> None:
         self._context = context
+        self._records.storage = context.storage
+        self._records.key = context.encryption_key
 
     # -- creating things, once per key ---------------------------------------------------
 
-    def _once(self, key: str, make: Any) -> Any:
+    def _once(self, key: str, kind: str, make: Callable[[], Record], *also: str) -> Record:
+        """The record made under our idempotency `key`: made on first use and kept in one
+        transaction with the key (and with records of the kinds `also`, which `make`
+        returns under those names), read back after."""
         with self._lock:
-            if key not in self._by_key:
-                self._by_key[key] = make()
-            return self._by_key[key]
+            made = self._records.get("key", key)
+            if made is not None:
+                found = self._records.get(made["kind"], made["id"])
+                assert found is not None
+                return found
+            body = make()
+            extra = [(k, body[k]["id"], body.pop(k)) for k in also]
+            key_record = {"kind": kind, "id": body["id"]}
+            self._records.put((kind, body["id"], body), *extra, ("key", key, key_record))
+            return body
 
     def create_customer(self, name: str, *, idempotency_key: str) -> str:
-        def make() -> str:
-            customer = _id("cust")
-            self.customers[customer] = name
-            return customer
-
-        return str(self._once(idempotency_key, make))
+        made = self._once(idempotency_key, "customer", lambda: {"id": _id("cust"), "name": name})
+        return str(made["id"])
 
     def register_external_account(
         self, customer_id: str, account: ExternalAccount, *, idempotency_key: str
     ) -> str:
         self._customer(customer_id)
-
-        def make() -> str:
-            found = _id("ea")
-            self.accounts[found] = account
-            return found
-
-        return str(self._once(idempotency_key, make))
+        made = self._once(
+            idempotency_key, "account", lambda: {"id": _id("ea"), "account": asdict(account)}
+        )
+        return str(made["id"])
 
     def create_transfer(
         self, customer_id: str, request: OnRamp | OffRamp, *, idempotency_key: str
     ) -> ProviderTransfer:
-        self._customer(customer_id)
-        if request.external_account_id not in self.accounts:
+        name = self._customer(customer_id)
+        if self._records.get("account", request.external_account_id) is None:
             raise UpstreamError(f"unknown external account {request.external_account_id}")
 
-        def make() -> ProviderTransfer:
+        def make() -> Record:
             view = ProviderTransfer(id=_id("tr"), state="awaiting_funds")
             if isinstance(request, OnRamp):
-                view = replace(view, bank_deposit=_bank_deposit(self.customers[customer_id]))
+                view = replace(view, bank_deposit=_bank_deposit(name))
             else:
                 view = replace(view, deposit_address="0x" + secrets.token_hex(20))
-            self._transfers[view.id] = _Transfer(request, view)
-            return view
+            kind = "onramp" if isinstance(request, OnRamp) else "offramp"
+            return {"id": view.id, kind: asdict(request), "view": asdict(view)}
 
-        made: ProviderTransfer = self._once(idempotency_key, make)
-        return self._transfers[made.id].view
+        return _view(self._once(idempotency_key, "transfer", make))
 
     def create_virtual_account(self, customer_id: str, *, idempotency_key: str) -> VirtualAccount:
         name = self._customer(customer_id)
 
-        def make() -> VirtualAccount:
+        def make() -> Record:
             account = VirtualAccount(
                 id=_id("va"),
                 customer_id=customer_id,
@@ -125,42 +184,56 @@ class SandboxFiat(FiatProvider):
                 developer_fee_percent="0.0",
                 deposit=_bank_deposit(name),
             )
-            self.virtual_accounts[account.id] = account
-            self.balances[account.wallet_id] = Decimal(0)
-            return account
+            return {**asdict(account), "wallet": {"id": account.wallet_id, "balance": "0"}}
 
-        made: VirtualAccount = self._once(idempotency_key, make)
-        return made
+        made = self._once(idempotency_key, "virtual_account", make, "wallet")
+        return VirtualAccount(**{**made, "deposit": BankDeposit(**made["deposit"])})
 
     # -- reading, and the simulated passing of time --------------------------------------
 
     def wallet_balance(self, customer_id: str, wallet_id: str) -> str:
-        with self._lock:
-            if wallet_id not in self.balances:
-                raise UpstreamError(
-                    f"the sandbox has no wallet {wallet_id} (it forgets its"
-                    " state when its process ends)"
-                )
-            return format(self.balances[wallet_id], "f")
+        wallet = self._records.get("wallet", wallet_id)
+        if wallet is None:
+            raise UpstreamError(f"the sandbox has no wallet {wallet_id}")
+        return str(wallet["balance"])
 
     def transfers(self, ids: Sequence[str]) -> list[ProviderTransfer]:
-        """The transfers asked for, each open one moved one state forward first. One this
-        sandbox never made (it forgets everything when its process ends) is an
-        `UpstreamError`, as with a real provider: nothing is failed by mistake."""
+        """The transfers asked for, each open one moved one state forward first (and
+        kept). One this sandbox never made is an `UpstreamError`, as with a real
+        provider: nothing is failed by mistake."""
         with self._lock:
-            unknown = [i for i in ids if i not in self._transfers]
+            records = {i: self._records.get("transfer", i) for i in ids}
+            unknown = [i for i, record in records.items() if record is None]
             if unknown:
                 raise UpstreamError(f"the sandbox knows no transfer {', '.join(unknown)}")
             found = []
             for transfer_id in ids:
-                transfer = self._transfers[transfer_id]
-                if transfer.view.state not in FINAL_STATES:
-                    transfer.view = self._step(transfer)
-                found.append(transfer.view)
+                record = records[transfer_id]
+                assert record is not None
+                view = _view(record)
+                if view.state not in FINAL_STATES:
+                    moved = self._step(view, _request(record))
+                    if moved != view:
+                        record = {**record, "view": asdict(moved)}
+                        self._records.put(("transfer", transfer_id, record))
+                        records[transfer_id] = record
+                    view = moved
+                found.append(view)
             return found
 
-    def _step(self, transfer: _Transfer) -> ProviderTransfer:
-        view, request = transfer.view, transfer.request
+    def cancel_transfer(self, transfer_id: str) -> ProviderTransfer | None:
+        """Cancel a transfer that awaits funds; any other is answered as it is."""
+        with self._lock:
+            record = self._records.get("transfer", transfer_id)
+            if record is None:
+                raise UpstreamError(f"the sandbox knows no transfer {transfer_id}")
+            view = _view(record)
+            if view.state == "awaiting_funds":
+                view = replace(view, state="canceled")
+                self._records.put(("transfer", transfer_id, {**record, "view": asdict(view)}))
+            return view
+
+    def _step(self, view: ProviderTransfer, request: OnRamp | OffRamp) -> ProviderTransfer:
         following = _NEXT[view.state]
         if isinstance(request, OffRamp) and view.state == "awaiting_funds":
             assert view.deposit_address is not None
@@ -187,17 +260,35 @@ class SandboxFiat(FiatProvider):
         return self._context.chain(chain_id)
 
     def _customer(self, customer_id: str) -> str:
-        if customer_id not in self.customers:
+        customer = self._records.get("customer", customer_id)
+        if customer is None:
             raise UpstreamError(f"unknown customer {customer_id}")
-        return self.customers[customer_id]
+        return str(customer["name"])
 
     # -- test helpers ------------------------------------------------------------------
 
     def deposit_to_virtual_account(self, virtual_account_id: str, amount: str) -> None:
         """Simulate a USD deposit arriving at a virtual account (USDB credited 1:1)."""
         with self._lock:
-            account = self.virtual_accounts[virtual_account_id]
-            self.balances[account.wallet_id] += Decimal(amount)
+            account = self._records.get("virtual_account", virtual_account_id)
+            if account is None:
+                raise UpstreamError(f"the sandbox has no virtual account {virtual_account_id}")
+            wallet = self._records.get("wallet", account["wallet_id"])
+            assert wallet is not None
+            balance = Decimal(wallet["balance"]) + Decimal(amount)
+            self._records.put(("wallet", wallet["id"], {**wallet, "balance": format(balance, "f")}))
+
+
+def _view(record: Record) -> ProviderTransfer:
+    view = dict(record["view"])
+    deposit = view.pop("bank_deposit")
+    return ProviderTransfer(**view, bank_deposit=BankDeposit(**deposit) if deposit else None)
+
+
+def _request(record: Record) -> OnRamp | OffRamp:
+    if "onramp" in record:
+        return OnRamp(**record["onramp"])
+    return OffRamp(**record["offramp"])
 
 
 def _id(prefix: str) -> str:
