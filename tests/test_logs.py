@@ -58,14 +58,14 @@ def test_a_500_carries_the_request_id_of_its_access_line(treasury, caplog, monke
     def broken(*_a: object, **_k: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(type(tenant.org.wallets), "list", broken)
+    monkeypatch.setattr(type(tenant.org.bank_accounts), "list", broken)
     with serve(create_app(treasury)) as url:
-        answer = httpx.get(f"{url}/v1/wallets", headers={"x-api-key": tenant.secret})
+        answer = httpx.get(f"{url}/v1/bank-accounts", headers={"x-api-key": tenant.secret})
     assert answer.status_code == 500
     request_id = answer.json()["details"]["requestId"]
     assert answer.headers["X-Request-Id"] == request_id
     access = [r.getMessage() for r in caplog.records if r.name == "treasury.access"]
-    assert len(access) == 1 and access[0].startswith("GET /v1/wallets 500 ")
+    assert len(access) == 1 and access[0].startswith("GET /v1/bank-accounts 500 ")
     assert access[0].endswith(f" ms {request_id}")
 
 
