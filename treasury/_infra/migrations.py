@@ -7,8 +7,11 @@ point, e.g. ``TEXT COLLATE "C"`` on PostgreSQL), which each backend spells in it
 dialect (`Storage.types`).
 Timestamps are ISO 8601 UTC text of fixed width, so they sort as text. Every id and
 chain id is a 64-bit integer (``{pk}``, ``BIGINT``). Migrations are append-only: a
-released statement is never edited, a change is a new migration.
+released statement is never edited, a change is a new migration (from 12 on, in
+`migrations_later.py`: this file had reached 400 lines).
 """
+
+from .migrations_later import LATER
 
 MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (
@@ -393,43 +396,5 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 PRIMARY KEY (chain_id, sender))""",
         ],
     ),
-    (
-        12,
-        "deposits found from Transfer logs, a log cursor per chain; the transactions list;"
-        " manual resends apart from scheduled attempts",
-        [
-            # one row per (log, organization watching its address): the event's guard
-            """CREATE TABLE deposits (
-                chain_id BIGINT NOT NULL,
-                hash TEXT NOT NULL,
-                log_index BIGINT NOT NULL,
-                org_id TEXT NOT NULL REFERENCES organizations(id),
-                address TEXT NOT NULL,
-                token TEXT NOT NULL,
-                raw TEXT NOT NULL,
-                sender TEXT NOT NULL,
-                block_number BIGINT NOT NULL,
-                created_at TEXT NOT NULL,
-                PRIMARY KEY (chain_id, hash, log_index, org_id)){clustered}""",
-            # the first block of a chain the deposit detector has not scanned yet
-            """CREATE TABLE log_cursors (
-                chain_id BIGINT PRIMARY KEY,
-                next_block BIGINT NOT NULL,
-                updated_at TEXT NOT NULL)""",
-            """CREATE INDEX transactions_feed
-                ON transactions (org_id, chain_id, created_at, id)""",
-            """CREATE INDEX transactions_wallet_feed
-                ON transactions (org_id, chain_id, wallet_address, created_at, id)""",
-            "CREATE INDEX transfers_hash ON transfers (transaction_hash)",
-            "CREATE INDEX transfer_legs_hash ON transfer_legs (hash)",
-            # manual resends: logged apart from the scheduled attempts they do not use up
-            """CREATE TABLE webhook_resends (
-                id {pk},
-                delivery_id BIGINT NOT NULL REFERENCES webhook_deliveries(id),
-                at TEXT NOT NULL,
-                status_code INTEGER,
-                error TEXT,
-                duration_ms INTEGER NOT NULL)""",
-        ],
-    ),
 ]
+MIGRATIONS += LATER
