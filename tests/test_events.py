@@ -4,18 +4,23 @@ tracked transactions, ``event`` beside ``type``, manual resends, the transaction
 
 from __future__ import annotations
 
+import json
+import random
+import uuid
 from collections import Counter
 from typing import Any
 
 import httpx
 import pytest
 from eth_account import Account
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from treasury import Treasury
 from treasury.evm.abi import TRANSFER
 
 from .conftest import MASTER_KEY, make_tenant
-from .helpers import BANK_ACCOUNT, address, onramp, swap
+from .helpers import BANK_ACCOUNT, address, events, onramp, swap
 from .webhook_receiver import Received, receiving, verify_original, verify_standard
 
 CHAIN = 31337
@@ -33,6 +38,13 @@ def t(new_storage_url):
     treasury = Treasury.open(
         new_storage_url("e.db"), master_key=MASTER_KEY, allow_private_webhook_urls=True
     )
+    yield treasury
+    treasury.close()
+
+
+@pytest.fixture(scope="module")
+def store_only(module_storage_url):
+    treasury = Treasury.open(module_storage_url, master_key=MASTER_KEY, chains={})
     yield treasury
     treasury.close()
 
@@ -106,6 +118,7 @@ def test_an_onchain_deposit_announces_created_submitted_completed(t):
         submitted = org.transfers.get(moved.id)
         completed = passes(t, 2, lambda: org.transfers.get(moved.id))[-1]
         got = payloads([r for r in rx.got if r.path == "/hook"], hook.secret)
+        got.sort(key=lambda p: TRANSFER_EVENTS.index(p["type"]))  # sent concurrently
         assert not [r for r in rx.got if r.path == "/other"]  # its wallets exclude both sides
         assert narrowed.wallets
     assert [p["type"] for p in got] == [
@@ -245,3 +258,52 @@ def test_the_transactions_list_newest_first_by_wallet_in_pages_per_organization(
         assert api.get("/v1/5/transactions").status_code == 404
     listed = mine.org.transactions.list(CHAIN, wallet=two.address, limit=50)
     assert [row.hash for row in listed.data] == made[-2::-2]
+
+
+STATUSES = ["pending", "submitted", "completed", "failed"]
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=st.lists(st.tuples(st.sampled_from(STATUSES), st.booleans()), min_size=1, max_size=8))
+def test_each_status_reached_is_announced_once_in_order(store_only, steps):
+    """Whatever moves are tried (some recording the claim, in any order, repeated), the
+    events are ``transfer.created`` once the claim is recorded, then exactly the
+    statuses the state table let it reach, each once, each with the Transfer as shown."""
+    from treasury.transfers import store
+
+    t = store_only
+    org = make_tenant(t, f"Org {random.random()}").org
+    transfer_id, now = str(uuid.uuid4()), t.now().isoformat()
+    side = {"address": address(), "bank_account": None, "chain_id": CHAIN,
+            "currency": "usdc", "amount": "1"}  # fmt: skip
+    box = t._runtime.secrets
+    with t.storage.transaction() as tx:
+        tx.execute("DELETE FROM events")
+        store.insert(
+            tx,
+            {"id": transfer_id, "org_id": org.id, "pairing": "deposit", "status": "pending",
+             "stage": "claimed", "amount": "1", "developer_fee": "0", "chain_id": CHAIN,
+             "source": json.dumps(side), "destination": json.dumps(side),
+             "created_at": now, "updated_at": now},
+        )  # fmt: skip
+    reached, recorded = [], False
+    for status, records in steps:
+        with t.storage.transaction() as tx:
+            fields = {"stage": "recorded"} if records else {}
+            before = store.get(tx, transfer_id)["status"]
+            moved = store.move(tx, transfer_id, status, now, box=box, **fields)
+            assert moved == (status in store.NEXT[before])
+            if records and not recorded:
+                reached.append("created")
+                recorded = True
+            if moved:
+                reached.append(status)
+    announced = [(kind, data) for kind, data in events(t, "transfer.")]
+    assert [kind for kind, _ in announced] == [f"transfer.{s}" for s in reached]
+    assert len(set(reached)) == len(reached)
+    with t.storage.read() as tx:
+        final = store.shown(store.get(tx, transfer_id), box).to_json()
+    if announced:
+        assert announced[-1][1]["status"] == final["status"] or reached[-1] == "created"
