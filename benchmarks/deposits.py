@@ -27,6 +27,7 @@ event each); otherwise the script fails. It exits 0 whatever the figures.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import random
 import sys
 import tempfile
@@ -34,7 +35,7 @@ import time
 from pathlib import Path
 
 import httpx
-from _common import Rpc, machine, median, random_address, table
+from _common import Rpc, machine, median, print_profile, random_address, table
 
 from treasury import Treasury
 from treasury.anvil import deploy_contracts, fund, start_anvil
@@ -51,6 +52,7 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=1_000)
     parser.add_argument("--deposits", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--profile", action="store_true", help="profile one scan (N wallets)")
     args = parser.parse_args()
     print(machine())
     with start_anvil() as node, tempfile.TemporaryDirectory() as folder:
@@ -134,6 +136,12 @@ def main() -> None:
             subset = list(dict.fromkeys(subset))[:size]
             per_size[size] = [scan(subset) for _ in range(args.repeat)]
         floors = [floor() for _ in range(args.repeat)]
+        if args.profile:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            scan(watched)
+            profiler.disable()
+            print_profile(f"one scan, {args.wallets:,} wallets", profiler)
         for size in sizes:
             times = [s for s, _ in per_size[size]]
             counts = sorted({n for _, n in per_size[size]})

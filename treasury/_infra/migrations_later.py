@@ -31,6 +31,9 @@ LATER: list[tuple[int, str, list[str]]] = [
                 ON transactions (org_id, chain_id, wallet_address, created_at, id)""",
             "CREATE INDEX transfers_hash ON transfers (transaction_hash)",
             "CREATE INDEX transfer_legs_hash ON transfer_legs (hash)",
+            # the deposit detector looks the recipients of a range's logs up by address
+            "CREATE INDEX wallets_by_address ON wallets (address) WHERE deleted_at IS NULL",
+            "CREATE INDEX virtual_wallets_address ON virtual_wallets (address)",
             # manual resends: logged apart from the scheduled attempts they do not use up
             """CREATE TABLE webhook_resends (
                 id {pk},

@@ -2,8 +2,9 @@
 
 Per chain, from a stored cursor, it reads the tokens' ``Transfer`` logs with one
 ``eth_getLogs`` per bounded block range (`RANGE`), whatever the number of wallets: the
-watched addresses go into the query's recipient topic when they are few (`TOPIC_LIMIT`),
-and are matched here otherwise. A block is scanned once it has `confirmations` blocks on
+watched addresses go into the query's recipient topic when they are few (`TOPIC_LIMIT`);
+above that the query takes every Transfer log of the tokens, and only the recipients of
+a range's logs are looked up (by address), so no pass reads every wallet. A block is scanned once it has `confirmations` blocks on
 top. A log that a transfer of the service caused (one of its legs, an on-ramp's payout)
 is not a deposit. Each range's deposits, their ``deposit.received`` events and the
 cursor's advance are written in one storage transaction under a per-chain lock; a row
@@ -54,25 +55,28 @@ def scan_chain(runtime: Runtime, chain_id: int) -> dict[str, int]:
     safe = chain.head() - confirmations(runtime, chain)
     with runtime.storage.read() as tx:
         first = store.cursor(tx, chain_id)
-        watched = store.watched(tx)
+        count = store.watched_count(tx)
+        few = store.watched(tx) if count <= TOPIC_LIMIT else None  # else: per range
     if first is None:
         with runtime.storage.transaction() as tx:
             store.start(tx, chain_id, max(safe + 1, 0), runtime.now_text())
         return counts
     tokens = {chain.addresses[s]: s for s in TOKENS if s in chain.addresses}
     metadata = _metadata(runtime, chain, list(tokens))
-    recipients = sorted(watched) if len(watched) <= TOPIC_LIMIT else None
+    topic = None if few is None else [_padded(address) for address in sorted(few)]
     end = min(safe, first + PASS_BLOCKS - 1)
     while first <= end:
         last = min(first + RANGE - 1, end)
         logs: list[Log] = []
-        if watched:
-            topic = None if recipients is None else [_padded(a) for a in recipients]
+        if count:
             logs = chain.logs(first, last, list(tokens), [TRANSFER_TOPIC, None, topic])
         with runtime.storage.transaction() as tx:
             tx.lock(f"deposits:{chain_id}")
             if store.cursor(tx, chain_id) != first:
                 return counts  # another worker scanned this range meanwhile
+            watched = few
+            if watched is None:  # many wallets: only the recipients of these logs
+                watched = store.watched(tx, [_address(log.topics[2]) for log in _transfers(logs)])
             counts["deposits_received"] += _record(runtime, tx, chain_id, logs, watched, metadata)
             store.advance(tx, chain_id, last + 1, runtime.now_text())
         counts["blocks_scanned"] += last - first + 1
@@ -88,7 +92,7 @@ def _record(
     watched: dict[str, list[str]],
     metadata: dict[str, TokenMetadata],
 ) -> int:
-    transfers = [log for log in logs if len(log.topics) == 3 and log.topics[0] == TRANSFER_TOPIC]
+    transfers = _transfers(logs)
     ours = store.caused(tx, chain_id, [log.transaction_hash for log in transfers])
     now, made = runtime.now_text(), 0
     for log in transfers:
@@ -131,6 +135,11 @@ def _metadata(runtime: Runtime, chain: Chain, tokens: list[str]) -> dict[str, To
                 raise ValueError(f"token {token} did not answer its name, symbol and decimals")
             known[token] = TokenMetadata(str(name[0]), str(symbol[0]), int(str(decimals[0])))
     return {token: known[token] for token in tokens}
+
+
+def _transfers(logs: list[Log]) -> list[Log]:
+    """ERC-20 Transfer logs (an ERC-721 one has a fourth topic, the token id)."""
+    return [log for log in logs if len(log.topics) == 3 and log.topics[0] == TRANSFER_TOPIC]
 
 
 def _padded(address: str) -> str:

@@ -31,15 +31,42 @@ def advance(tx: Transaction, chain_id: int, block: int, now: str) -> None:
     )
 
 
-def watched(tx: Transaction) -> dict[str, list[str]]:
-    """Every managed, tracked and virtual wallet: the organizations of each address."""
-    rows = tx.query(
-        "SELECT address, org_id FROM wallets WHERE deleted_at IS NULL"
-        " UNION SELECT address, org_id FROM virtual_wallets"
-    )
+_WATCHED = (
+    "SELECT address, org_id FROM wallets WHERE deleted_at IS NULL{where}"
+    " UNION ALL SELECT address, org_id FROM virtual_wallets{also}"
+)
+
+
+def watched_count(tx: Transaction) -> int:
+    """How many (address, organization) pairs are watched: managed, tracked and virtual
+    wallets."""
+    row = tx.one(f"SELECT COUNT(*) AS n FROM ({_WATCHED.format(where='', also='')}) AS w")
+    return 0 if row is None else int(row["n"])
+
+
+def watched(tx: Transaction, addresses: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """The organizations watching each address: of every managed, tracked and virtual
+    wallet, or of those among `addresses` (looked up by address, 500 at a time)."""
+    if addresses is None:
+        batches: list[Sequence[str] | None] = [None]
+    else:
+        unique = sorted(set(addresses))
+        batches = [unique[i : i + 500] for i in range(0, len(unique), 500)]
     found: dict[str, list[str]] = defaultdict(list)
-    for row in rows:
-        found[str(row["address"]).lower()].append(str(row["org_id"]))
+    for batch in batches:
+        params: tuple[str, ...] = ()
+        if batch is None:
+            sql = _WATCHED.format(where="", also="")
+        elif not batch:
+            continue
+        else:
+            marks = ", ".join("?" * len(batch))
+            sql = _WATCHED.format(
+                where=f" AND address IN ({marks})", also=f" WHERE address IN ({marks})"
+            )
+            params = (*batch, *batch)
+        for row in tx.query(sql, params):
+            found[row["address"]].append(row["org_id"])
     return dict(found)
 
 
