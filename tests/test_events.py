@@ -307,3 +307,68 @@ def test_each_status_reached_is_announced_once_in_order(store_only, steps):
         final = store.shown(store.get(tx, transfer_id), box).to_json()
     if announced:
         assert announced[-1][1]["status"] == final["status"] or reached[-1] == "created"
+
+
+def pay(chain: Any, payer: Any, to: str, raw: int, nonce: int) -> str:
+    """An outside account sends USDC to `to` (a plain ERC-20 transfer)."""
+    w3 = chain.web3
+    signed = w3.eth.account.sign_transaction(
+        {
+            "to": w3.to_checksum_address(chain.addresses["USDC"]), "value": 0, "gas": 100_000,
+            "data": "0x" + TRANSFER.encode(to, raw).hex(), "chainId": CHAIN, "nonce": nonce,
+            "maxFeePerGas": 10**10, "maxPriorityFeePerGas": 10**9,
+        },
+        payer.key,
+    )  # fmt: skip
+    return "0x" + bytes(w3.eth.send_raw_transaction(signed.raw_transaction)).hex()
+
+
+def test_deposits_wait_for_confirmations_and_are_found_once_per_organization(
+    new_storage_url, monkeypatch
+):
+    """Two organizations track one address, a third has it as a deleted wallet, a virtual
+    wallet receives too; with 2 confirmations, and with the recipients looked up per
+    range (more watched addresses than the topic filter takes); a rescan finds nothing new."""
+    from treasury.config import Settings
+    from treasury.deposits import detector
+
+    monkeypatch.setattr(detector, "TOPIC_LIMIT", 1)
+    t = Treasury.open(
+        new_storage_url("d.db"), master_key=MASTER_KEY,
+        settings=Settings.load({"deposit_confirmations": 2}, env={}),
+    )  # fmt: skip
+    try:
+        first, second, third = make_tenant(t), make_tenant(t, "Globex"), make_tenant(t, "Initech")
+        shared = address().lower()
+        first.org.wallets.track(address=shared, label="Shared")
+        second.org.wallets.track(address=shared, label="Also")
+        gone = third.org.wallets.track(address=shared, label="Gone").wallet
+        third.org.wallets.delete(gone.address)
+        virtual = first.org.virtual_wallet.get().address
+        chain = t.chain(CHAIN)
+        payer = Account.create()
+        chain.faucet(payer.address, "ETH", "1")
+        chain.faucet(payer.address, "USDC", "10")
+        passes(t, 1)
+        to_shared = pay(chain, payer, shared, 1_000_000, 0)
+        pay(chain, payer, virtual, 2_500_000, 1)
+        assert t.run_once()["deposits_received"] == 0  # mined, not yet confirmed
+        assert events(t, "deposit.") == []
+        chain.faucet(address(), "ETH", "1")  # two more blocks on top
+        chain.faucet(address(), "ETH", "1")
+        assert t.run_once()["deposits_received"] == 3
+        assert t.run_once()["deposits_received"] == 0
+        found = [
+            (d["address"], d["amount"], d["transactionHash"]) for _, d in events(t, "deposit.")
+        ]
+        assert sorted(found) == sorted(
+            [(shared, "1", to_shared), (shared, "1", to_shared), (virtual, "2.5", found[-1][2])]
+        )
+        with t.storage.read() as tx:
+            orgs = tx.query("SELECT org_id FROM deposits WHERE hash = ?", (to_shared,))
+        assert sorted(r["org_id"] for r in orgs) == sorted([first.org.id, second.org.id])
+        with t.storage.transaction() as tx:  # scanned again from the start: nothing new
+            tx.execute("UPDATE log_cursors SET next_block = 0")
+        assert t.run_once()["deposits_received"] == 0 and len(events(t, "deposit.")) == 3
+    finally:
+        t.close()
