@@ -114,12 +114,14 @@ def test_an_onchain_deposit_announces_created_submitted_completed(t):
     with receiving() as rx:
         hook = org.webhooks.create(url=rx.at(), events=TRANSFER_EVENTS)
         narrowed = org.webhooks.create(url=rx.at("/other"), events=ALL, wallets=[address()])
+        org.webhooks.create(url=rx.at("/mine"), events=TRANSFER_EVENTS, wallets=[wallet.address])
         moved = org.transfers.create(swap("deposit", wallet.address, wallet.address, "4"))
         submitted = org.transfers.get(moved.id)
         completed = passes(t, 2, lambda: org.transfers.get(moved.id))[-1]
         got = payloads([r for r in rx.got if r.path == "/hook"], hook.secret)
         got.sort(key=lambda p: TRANSFER_EVENTS.index(p["type"]))  # sent concurrently
         assert not [r for r in rx.got if r.path == "/other"]  # its wallets exclude both sides
+        assert len([r for r in rx.got if r.path == "/mine"]) == 3  # one side is its wallet
         assert narrowed.wallets
     assert [p["type"] for p in got] == [
         "transfer.created",
@@ -372,3 +374,35 @@ def test_deposits_wait_for_confirmations_and_are_found_once_per_organization(
         assert t.run_once()["deposits_received"] == 0 and len(events(t, "deposit.")) == 3
     finally:
         t.close()
+
+
+def test_two_workers_scanning_at_once_announce_a_deposit_once(t):
+    """Two threads run the detector over the same blocks at once: the per-chain lock and
+    the cursor's re-check let one record the range; the deposit is announced once."""
+    import threading
+
+    from treasury.deposits.detector import scan_chain
+
+    org = make_tenant(t).org
+    wallet = org.wallets.track(address=address().lower(), label="In").wallet
+    chain = t.chain(CHAIN)
+    payer = Account.create()
+    chain.faucet(payer.address, "ETH", "1")
+    chain.faucet(payer.address, "USDC", "5")
+    passes(t, 1)
+    for nonce in range(3):
+        pay(chain, payer, wallet.address, 1_000_000 + nonce, nonce)
+    barrier, found = threading.Barrier(2), []
+
+    def worker() -> None:
+        barrier.wait()
+        found.append(scan_chain(t._runtime, CHAIN)["deposits_received"])
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(found) == 3 and sorted(found)[0] in (0, 3)
+    raws = sorted(data["raw"] for _, data in events(t, "deposit."))
+    assert raws == ["1000000", "1000001", "1000002"]
