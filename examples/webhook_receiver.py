@@ -45,7 +45,7 @@ def create_receiver(
             first = message_id not in handled
             handled.add(message_id)
         if first:
-            handle(payload)  # {"type": "transfer.completed", "event": ..., "data": {...}}
+            handle(payload)  # {"type": "transaction.confirmed", "timestamp": ..., "data": {...}}
         return Response(status=204)
 
     return app
@@ -54,14 +54,7 @@ def create_receiver(
 if __name__ == "__main__":
 
     def show(payload: dict[str, Any]) -> None:
-        kind, data = payload["type"], payload["data"]  # payload["event"] is the same name
-        if kind.startswith("transfer."):
-            print(f"{kind}: transfer {data['id']} is {data['status']}")
-        elif kind == "deposit.received":
-            print(
-                f"{kind}: {data['amount']} {data['token']} from {data['from']} to {data['address']}"
-            )
-        else:  # transaction.confirmed / transaction.failed
-            print(f"{kind}: {data['hash']} on chain {data['chainId']} ({data['status']})")
+        data = payload["data"]
+        print(f"{payload['type']}: {data['hash']} on chain {data['chainId']} ({data['status']})")
 
     create_receiver(os.environ["WEBHOOK_SECRET"], show).run(port=9000)
