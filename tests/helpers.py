@@ -95,3 +95,22 @@ def proof_root(index: int, account: str, amount: int, proof: list[str]) -> str:
     for sibling in proof:
         node = sorted_pair(node, bytes.fromhex(sibling[2:]))
     return "0x" + node.hex()
+
+
+def events(t: object, prefix: str = "") -> list[tuple[str, dict]]:
+    """The outbox's events whose type starts with `prefix`, oldest first, as (type, data),
+    payloads opened as the dispatcher opens them."""
+    import json
+
+    from treasury.webhooks.outbox import opened
+
+    runtime = t._runtime  # type: ignore[attr-defined]
+    with runtime.storage.read() as tx:
+        rows = tx.query("SELECT type, payload FROM events ORDER BY id")
+    found = []
+    for row in rows:
+        if row["type"].startswith(prefix):
+            payload = json.loads(opened(runtime.secrets, row["payload"]))
+            assert payload["event"] == payload["type"] == row["type"]
+            found.append((row["type"], payload["data"]))
+    return found

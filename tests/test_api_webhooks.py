@@ -52,7 +52,7 @@ def test_wallets_default_to_all(client):
     ("body", "field"),
     [
         ({"url": "http://127.0.0.1/h", "events": []}, "events"),
-        ({"url": "http://127.0.0.1/h", "events": ["transfer.created"]}, "events.0"),
+        ({"url": "http://127.0.0.1/h", "events": ["transfer.updated"]}, "events.0"),
         ({"url": "ftp://127.0.0.1/h", "events": ["transaction.failed"]}, "url"),
         ({"events": ["transaction.failed"]}, "url"),
         (

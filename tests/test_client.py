@@ -73,6 +73,9 @@ def test_every_resource_group_through_the_client(live):
     assert c.virtual_account.get().organization_id == live["tenant"].org.id
     assert c.virtual_wallet.get().address.startswith("0x")
     assert c.transactions.get(CHAIN, deposit.transaction_hash).hash == deposit.transaction_hash
+    legs = c.transactions.list(CHAIN, wallet=wallet.address, limit=1)
+    assert legs.data[0].hash == deposit.transaction_hash and legs.next_cursor  # the approval next
+    assert c.transactions.list(CHAIN, cursor=legs.next_cursor, limit=5).count >= 1
     assert c.yield_artifacts.list().data == []
     assert c.yields.claims(wallet.address).data == []
     assert c.wallets.delete(tracked.wallet.address).deleted

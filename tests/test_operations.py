@@ -93,6 +93,7 @@ def samples(live: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
         "swaps.prepare_deposit": ("POST", f"/v1/{CHAIN}/deposit/prepare", {"json": prepare}),
         "swaps.prepare_withdraw": ("POST", f"/v1/{CHAIN}/withdraw/prepare", {"json": prepare}),
         "transactions.record": ("POST", f"/v1/{CHAIN}/transactions", {"json": recorded}),
+        "transactions.list": ("GET", f"/v1/{CHAIN}/transactions?limit=5&wallet={wallet.address}", {}),
         "transactions.get": ("GET", f"/v1/{CHAIN}/transactions/0x{'ab' * 32}", {}),
         "balances.get": ("GET", f"/v1/{CHAIN}/balances/{wallet.address}", {}),
         "yields.estimate": ("GET", f"/v1/{CHAIN}/yield/estimate?address={wallet.address}", {}),

@@ -107,11 +107,12 @@ def test_replayed_outcomes_are_sealed_too(treasury, tenant, db_path):
 @sqlite_only  # reads the file
 def test_no_deposit_account_number_in_the_file(treasury, tenant, db_path):
     """Deposit instructions (an on-ramp's, the virtual account's) hold the provider's
-    account numbers: sealed in the transfer row, the stored idempotent outcome and the
-    virtual account row."""
-    from .helpers import address, onramp
+    account numbers: sealed in the transfer row, the stored idempotent outcome, the
+    virtual account row and the transfer events' payloads."""
+    from .helpers import address, events, onramp
 
     org = tenant.org
+    org.webhooks.create(url="http://127.0.0.1:1/h", events=["transfer.created"])
     bank = org.bank_accounts.create(BANK_ACCOUNT).provider_external_account_id
     body = onramp(bank, address(), "5")
     made = org.transfers.create(body, idempotency_key="deposit-1")
@@ -120,6 +121,8 @@ def test_no_deposit_account_number_in_the_file(treasury, tenant, db_path):
     assert replay.replayed and replay.deposit_instructions == made.deposit_instructions
     assert made.deposit_instructions is not None
     numbers = [made.deposit_instructions.account_number, virtual.deposit_account_number]
+    ((_, announced),) = events(treasury, "transfer.")  # opened, it carries them
+    assert announced["depositInstructions"]["accountNumber"] == numbers[0]
     data = all_bytes(db_path)
     assert made.id.encode() in data  # the file is readable: the transfer is there
     for number in numbers:

@@ -20,7 +20,7 @@ from treasury.http import create_app
 from treasury.testing.server import serve
 
 from .conftest import MASTER_KEY, make_tenant
-from .helpers import swap
+from .helpers import events, swap
 
 CHAIN = 31337
 
@@ -109,8 +109,13 @@ def test_a_refused_broadcast_is_502_nothing_written_and_the_retry_runs(env):
     assert refused.status_code == 502 and "unreachable" in refused.json()["error"]
     assert count(env, "transfers") == count(env, "transfer_legs") == 0
     assert count(env, "idempotency_keys") == 0 and usdc(env) == 100_000_000
+    assert count(env, "events") == 0  # a refused claim was never announced
     retry = env["api"].post("/v1/transfers", json=body, headers=headers)
     assert retry.status_code == 201 and "Idempotent-Replayed" not in retry.headers
+    made = retry.json()["id"]
+    assert [(kind, data["id"]) for kind, data in events(env["t"])] == [
+        ("transfer.created", made), ("transfer.submitted", made),
+    ]  # fmt: skip
     assert usdc(env) == 95_000_000  # the nonces the refused signature used were reused
 
 
@@ -265,7 +270,8 @@ def test_no_status_moves_back_to_pending(env):
         )
     )
     with env["t"].storage.transaction() as tx:
-        assert store.move(tx, created.id, "pending", "2030-01-01T00:00:00+00:00") is False
+        box = env["t"]._runtime.secrets
+        assert store.move(tx, created.id, "pending", "2030-01-01T00:00:00+00:00", box=box) is False
         assert store.get(tx, created.id)["status"] == "submitted"
 
 

@@ -26,7 +26,7 @@ from treasury.testing.fake_provider import FakeProvider, fake_provider
 from treasury.testing.forwarder import Forwarder, forwarder, rpc
 
 from .conftest import MASTER_KEY, Tenant, make_tenant, require_anvil
-from .helpers import BANK_ACCOUNT, address, offramp, onramp, swap
+from .helpers import BANK_ACCOUNT, address, events, offramp, onramp, swap
 
 CHAIN = 31337
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
@@ -146,6 +146,11 @@ def test_a_cut_answer_then_an_unreachable_node_moves_a_deposit_once(env: Env) ->
     assert replay.id == shown.id and replay.replayed
     assert org.transfers.get(shown.id).status == "completed"
     assert [int(log["data"], 16) for log in transfers_to(env.node, "c0", recipient)] == [2 * 10**18]
+    # announced once per status, from the claim the worker finished (none while in flight)
+    assert [(kind, data["id"], data["status"]) for kind, data in events(env.t, "transfer.")] == [
+        ("transfer.created", shown.id, "pending"), ("transfer.submitted", shown.id, "submitted"),
+        ("transfer.completed", shown.id, "completed"),
+    ]  # fmt: skip
     assert balance(env.node, "USDC", env.wallet) == 8 * 10**6
 
 
@@ -204,6 +209,11 @@ def test_a_reverted_swap_fails_its_transfer_at_the_next_pass(env: Env) -> None:
     failed = org.transfers.get(made.id)
     assert failed.status == "failed"
     assert failed.failure_reason is not None and "swap leg reverted" in failed.failure_reason
+    announced = events(env.t, "transfer.")
+    assert [kind for kind, _ in announced] == [
+        "transfer.created", "transfer.submitted", "transfer.failed"
+    ]  # fmt: skip
+    assert announced[-1][1] == failed.to_json()
 
 
 def test_a_reverted_offramp_send_fails_it_and_cancels_the_provider_transfer(env: Env) -> None:
@@ -220,6 +230,9 @@ def test_a_reverted_offramp_send_fails_it_and_cancels_the_provider_transfer(env:
     assert failed.status == "failed" and "send leg reverted" in str(failed.failure_reason)
     (provider,) = env.fake.transfers.values()
     assert provider["state"] == "canceled"
+    assert [kind for kind, _ in events(env.t, "transfer.")] == [
+        "transfer.created", "transfer.failed"
+    ]  # fmt: skip
 
 
 def drain(node: dict[str, Any], owner: str) -> None:

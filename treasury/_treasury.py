@@ -26,6 +26,7 @@ from .balances import Balances
 from .bank_accounts import BankAccounts
 from .bank_accounts.operations import finish_registrations
 from .config import Settings
+from .deposits import detect_deposits
 from .errors import AuthenticationError
 from .evm.signing import Signer
 from .recipients import Recipients
@@ -53,6 +54,7 @@ JOBS: tuple[Job, ...] = (
     Job("index_transactions", index_transactions),
     Job("advance_transfers", advance_transfers),
     Job("heal_nonce_holes", heal_nonce_holes),
+    Job("detect_deposits", detect_deposits),
     Job("sweep_virtual_wallets", sweep_virtual_wallets),
     Job("snapshot_yields", snapshot_yields),
     Job("publish_yield_periods", publish_yield_periods),
@@ -174,6 +176,7 @@ class Treasury:
             allow_private_webhook_urls=settings.allow_private_webhook_urls,
             sweep_minimum=settings.sweep_minimum,
             snapshot_interval=settings.snapshot_interval,
+            deposit_confirmations=settings.deposit_confirmations,
         )
         runtime.fiat.bind(
             FiatContext(runtime.chains.get, store, secrets.derive("encrypt:fiat-plugin"))

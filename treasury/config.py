@@ -37,6 +37,7 @@ class Settings:
     max_body_bytes: int = 256 * 1024
     sweep_minimum: str = "1.00"  # virtual wallets sweep USDC/USDT above this into c0
     snapshot_interval: int = 3600  # seconds between snapshots of holders' c0 (yield)
+    deposit_confirmations: int | None = None  # None: 0 on a chain that can mint, 12 elsewhere
 
     @classmethod
     def load(
@@ -64,7 +65,9 @@ class Settings:
                 value = _parse_chains(value)
             elif name == "allow_private_webhook_urls":
                 value = _parse_bool(value)
-            elif name in ("max_body_bytes", "primary_chain", "snapshot_interval"):
+            elif name in (
+                "max_body_bytes", "primary_chain", "snapshot_interval", "deposit_confirmations"
+            ):  # fmt: skip
                 value = int(value)
             elif name == "sweep_minimum":
                 value = str(Decimal(str(value)))

@@ -43,7 +43,7 @@ from .recipients import CreateRecipient, Recipient, UpdateRecipient
 from .swaps import Prepared, PrepareSwap
 from .test_helpers import Faucet, Funded
 from .transactions import Recorded, RecordTransaction, Transaction
-from .transactions.models import TxHash
+from .transactions.models import TransactionsQuery, TxHash
 from .transfers import CreateTransfer, Transfer
 from .virtual import VirtualAccount, VirtualWallet
 from .wallets import CreateWallet, TrackedWalletResponse, TrackWallet, UpdateWallet, Wallet
@@ -269,6 +269,11 @@ OPERATIONS: tuple[Operation, ...] = (
         "transactions.record", "POST", "/{chainId}/transactions", Recorded, 201,
         body=RecordTransaction, path_params=CHAIN, idempotency="optional",
         summary="Record a transaction for indexing",
+    ),
+    Operation(
+        "transactions.list", "GET", "/{chainId}/transactions", Page[Transaction],
+        query=TransactionsQuery, path_params=CHAIN,
+        summary="The organization's tracked transactions on a chain, newest first",
     ),
     Operation(
         "transactions.get", "GET", "/{chainId}/transactions/{hash}", Transaction,

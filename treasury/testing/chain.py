@@ -283,3 +283,30 @@ class ChainSuite:
         for thread in threads:
             thread.join(timeout=60)
         assert not errors, errors
+
+    def test_logs_of_transfers_by_recipient_topic(self, chain: Chain, fund: Fund) -> None:
+        """``eth_getLogs`` over a block range: the tokens' Transfer logs, narrowed by the
+        recipient topic (one of several), in chain order, with their positions."""
+        topic = "0x" + "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
+        first = chain.head() + 1
+        one, two, other = (Account.create().address.lower() for _ in range(3))
+        fund(one, "USDC", "1.5")
+        fund(other, "USDT", "2")
+        fund(two, "c0", "3")
+        last = chain.head()
+        assert last >= first
+        padded = ["0x" + a.removeprefix("0x").rjust(64, "0") for a in (one, two)]
+        tokens = [chain.addresses[s] for s in ("USDC", "USDT", "c0")]
+        found = chain.logs(first, last, tokens, [topic, None, padded])
+        assert [(log.contract, log.topics[2][-40:]) for log in found] == [
+            (chain.addresses["USDC"], one[2:]),
+            (chain.addresses["c0"], two[2:]),
+        ]
+        assert int.from_bytes(found[0].data, "big") == 1_500_000
+        for log in found:
+            assert HASH.fullmatch(log.transaction_hash) and log.topics[0] == topic
+            assert first <= log.block_number <= last and log.log_index >= 0
+            receipt = chain.receipts([log.transaction_hash])[0]
+            assert receipt is not None and receipt.block_number == log.block_number
+        everything = chain.logs(first, last, tokens, [topic])
+        assert len(everything) >= 3  # the unfiltered topic finds the third too

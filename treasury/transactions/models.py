@@ -6,7 +6,15 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, field_validator
 
-from .._infra.models import HASH_PATTERN, Address, Body, Resource, RowId, Timestamped
+from .._infra.models import (
+    HASH_PATTERN,
+    Address,
+    Body,
+    PageQuery,
+    Resource,
+    RowId,
+    Timestamped,
+)
 
 TxHash = Annotated[str, StringConstraints(pattern=HASH_PATTERN), Field()]
 
@@ -39,6 +47,12 @@ class RecordTransaction(Body):
     @classmethod
     def _lower(cls, value: str) -> str:
         return value.lower()
+
+
+class TransactionsQuery(PageQuery):
+    """The transactions list's query: a page, and optionally one wallet's address."""
+
+    wallet: Address | None = None
 
 
 class Recorded(Resource):

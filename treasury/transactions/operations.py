@@ -6,12 +6,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._infra.group import Group
+from .._infra.models import Page
+from .._infra.pagination import Cursors, page_of
 from .._infra.validation import parse_input, parse_value
 from ..backends.storage.base import Transaction
 from ..errors import NotFound
 from ..wallets import store as wallets
 from . import store
-from .models import Recorded, RecordTransaction, TxHash
+from .models import Recorded, RecordTransaction, TransactionsQuery, TxHash
 from .models import Transaction as TrackedTransaction
 
 
@@ -40,6 +42,27 @@ class Transactions(Group):
 
         return self._in_one_transaction(
             "record", idempotency_key, request, insert, Recorded, path=(chain_id,)
+        )
+
+    def list(
+        self,
+        chain_id: int,
+        query: TransactionsQuery | Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> Page[TrackedTransaction]:
+        """The organization's tracked transactions on `chain_id`, newest first, a page
+        at a time (`cursor` from `next_cursor`); `wallet` narrows them to one address."""
+        runtime, org_id = self._scope.runtime, self._scope.org_id
+        runtime.chains.require(chain_id)
+        query = parse_input(TransactionsQuery, query, params, "query")
+        cursors = Cursors(runtime.secrets.derive("cursor:transactions"), "transactions")
+        with runtime.storage.read() as tx:
+            rows, following = page_of(
+                cursors, org_id, query,
+                lambda after, n: store.page(tx, org_id, chain_id, query.wallet, after, n),
+            )  # fmt: skip
+        return Page[TrackedTransaction](
+            data=[store.shown(row) for row in rows], next_cursor=following
         )
 
     def get(self, chain_id: int, tx_hash: str) -> TrackedTransaction:

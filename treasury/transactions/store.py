@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+from .._infra.sql import keyset_page
 from ..backends.storage.base import DuplicateKey, Row, Transaction
 from ..errors import Conflict
 from .models import RecordTransaction
@@ -63,6 +65,24 @@ def by_hash(tx: Transaction, org_id: str, chain_id: int, tx_hash: str) -> Row | 
         f"SELECT {COLUMNS} FROM transactions WHERE org_id = ? AND chain_id = ? AND hash = ?",
         (org_id, chain_id, tx_hash),
     )
+
+
+def page(
+    tx: Transaction,
+    org_id: str,
+    chain_id: int,
+    wallet: str | None,
+    after: tuple[Any, Any] | None,
+    limit: int,
+) -> tuple[list[Row], tuple[Any, Any] | None]:
+    """An organization's tracked transactions on a chain, newest first by (created_at,
+    id), one wallet's when `wallet` is given: a seek on a feed index at any depth."""
+    select = f"SELECT id, {COLUMNS} FROM transactions WHERE org_id = ? AND chain_id = ?"
+    params: list[Any] = [org_id, chain_id]
+    if wallet is not None:
+        select += " AND wallet_address = ?"
+        params.append(wallet.lower())
+    return keyset_page(tx, select, params, after, limit)
 
 
 def pending(tx: Transaction, chain_id: int, after_id: int, limit: int) -> list[Row]:

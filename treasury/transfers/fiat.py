@@ -13,6 +13,7 @@ from collections.abc import Callable
 from decimal import Decimal
 
 from .._infra.idempotency import Upstream
+from .._infra.models import ZERO_ADDRESS
 from .._infra.runtime import Runtime
 from ..admin import customers
 from ..backends.fiat.base import OffRamp, OnRamp, ProviderTransfer
@@ -22,6 +23,8 @@ from ..errors import UpstreamError
 from ..evm.abi import TRANSFER
 from ..evm.signing import broadcast
 from ..money import to_raw
+from ..transactions import store as tracked
+from ..transactions.models import RecordTransaction
 from ..wallets import store as wallets
 from . import nonces, store
 from .models import DepositInstructions, Transfer, TransferSide
@@ -87,8 +90,10 @@ def onramp_steps(runtime: Runtime) -> Upstream[Transfer]:
                 tx,
                 transfer_id,
                 runtime.now_text(),
+                box=runtime.secrets,
                 stage="recorded",
                 provider_transfer_id=answer.id,
+                provider_state=answer.state,  # announced as it is: `apply` changes nothing more
                 deposit_instructions=_instructions(runtime, row, answer),
             )
             apply(tx, runtime, store.get(tx, transfer_id) or row, answer)
@@ -109,7 +114,8 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
             answer = ask()
             with runtime.storage.transaction() as tx:
                 store.update(
-                    tx, transfer_id, runtime.now_text(), provider_transfer_id=answer.id,
+                    tx, transfer_id, runtime.now_text(), box=runtime.secrets,
+                    provider_transfer_id=answer.id,
                     provider_state=answer.state, deposit_address=answer.deposit_address,
                 )  # fmt: skip
                 row = store.get(tx, transfer_id) or row
@@ -126,20 +132,25 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
             store.mark_sent(tx, transfer_id)
             if isinstance(outcome, Replaced):  # the job cancels its provider transfer
                 store.move(
-                    tx, transfer_id, "failed", now, stage="recorded", failure=outcome.message
-                )
+                    tx, transfer_id, "failed", now, box=runtime.secrets, stage="recorded",
+                    failure=outcome.message,
+                )  # fmt: skip
             else:
                 track_legs(tx, row, legs, now)
                 store.update(
-                    tx, transfer_id, now, stage="recorded", transaction_hash=legs[-1].signed.hash
-                )
+                    tx, transfer_id, now, box=runtime.secrets, stage="recorded",
+                    transaction_hash=legs[-1].signed.hash,
+                )  # fmt: skip
         return store.shown(store.get(tx, transfer_id) or row, runtime.secrets)
 
     def abandon(tx: Transaction, transfer_id: str) -> None:
         row = store.get(tx, transfer_id)
         if row is not None and row["provider_transfer_id"] is not None:  # the provider knows it
             now = runtime.now_text()
-            store.move(tx, transfer_id, "failed", now, stage="recorded", failure="not sent")
+            store.move(
+                tx, transfer_id, "failed", now, box=runtime.secrets, stage="recorded",
+                failure="not sent",
+            )  # fmt: skip
             store.forget_unsent(tx, transfer_id)
         else:
             store.remove(tx, transfer_id)
@@ -223,11 +234,39 @@ def apply(tx: Transaction, runtime: Runtime, row: Row, answer: ProviderTransfer)
         destination = TransferSide.model_validate_json(row["destination"])
         paid = format(Decimal(answer.final_amount).normalize(), "f")
         fields["destination"] = store.side(destination.model_copy(update={"amount": paid}))
+    paying = fields.get("transaction_hash")
+    if paying is not None and paying != row["transaction_hash"]:
+        _track_payout(tx, runtime, row, paying, answer.final_amount)
     status = str(STATUS_OF_STATE.get(answer.state, row["status"]))
     if status == "completed" and row["status"] == "pending":  # through submitted, always
-        store.move(tx, row["id"], "submitted", now)
-    if status != row["status"] and store.move(tx, row["id"], status, now, **fields):
+        store.move(tx, row["id"], "submitted", now, box=runtime.secrets)
+    if status != row["status"] and store.move(
+        tx, row["id"], status, now, box=runtime.secrets, **fields
+    ):
         return status
     if any(row[name] != value for name, value in fields.items()):
-        store.update(tx, row["id"], now, **fields)
+        store.update(tx, row["id"], now, box=runtime.secrets, **fields)
     return None
+
+
+def _track_payout(
+    tx: Transaction, runtime: Runtime, row: Row, tx_hash: str, final_amount: str | None
+) -> None:
+    """Record an on-ramp's payout into a wallet of the organization as a tracked
+    transaction of that wallet (type ``deposit``), so the indexer confirms it and
+    ``transaction.confirmed`` fires. Its sender is the provider's, unknown here: the
+    zero address until the receipt, which carries the real one, is indexed."""
+    destination = TransferSide.model_validate_json(row["destination"])
+    wallet = wallets.by_address(tx, row["org_id"], str(destination.address))
+    chain_id = int(row["chain_id"])
+    if wallet is None or tracked.by_hash(tx, row["org_id"], chain_id, tx_hash) is not None:
+        return
+    usdc = runtime.chains.get(chain_id).addresses["USDC"]
+    request = RecordTransaction.model_validate(
+        {
+            "hash": tx_hash, "type": "deposit", "from": ZERO_ADDRESS, "contract": usdc,
+            "token": usdc, "amount": str(to_raw(final_amount or destination.amount, 6)),
+            "walletId": wallet["id"],
+        }
+    )  # fmt: skip
+    tracked.insert(tx, row["org_id"], chain_id, request, wallet, runtime.now_text())

@@ -82,7 +82,9 @@ def advance_transfers(runtime: Runtime, report: Report) -> None:
             cancelled = runtime.fiat.cancel_transfer(row["provider_transfer_id"])
             state = cancelled.state if cancelled is not None else "not_cancellable"
             with runtime.storage.transaction() as tx:
-                store.update(tx, row["id"], runtime.now_text(), provider_state=state)
+                store.update(
+                    tx, row["id"], runtime.now_text(), box=runtime.secrets, provider_state=state
+                )
             report.add(provider_transfers_cancelled=int(state == "canceled"))
 
 
@@ -110,7 +112,7 @@ def _settle_legs(runtime: Runtime, chain_id: int, rows: list[Row], report: Repor
                 status, fields = "completed", {}
             else:
                 status, fields = "failed", {"failure": _reverted(chain, legs[row["id"]])}
-            if store.move(tx, row["id"], status, now, **fields):
+            if store.move(tx, row["id"], status, now, box=runtime.secrets, **fields):
                 report.add({f"transfers_{status}": 1})
 
 

@@ -248,19 +248,22 @@ def steps(runtime: Runtime) -> Upstream[Transfer]:
             store.mark_sent(tx, transfer_id)
             if isinstance(failure, Replaced):
                 store.move(
-                    tx, transfer_id, "failed", now, stage="recorded", failure=failure.message
-                )
+                    tx, transfer_id, "failed", now, box=runtime.secrets, stage="recorded",
+                    failure=failure.message,
+                )  # fmt: skip
             elif isinstance(failure, Refused):
                 track_legs(tx, row, legs[: failure.position], now)
                 store.move(
-                    tx, transfer_id, "failed", now, stage="recorded", failure=failure.message
-                )
+                    tx, transfer_id, "failed", now, box=runtime.secrets, stage="recorded",
+                    failure=failure.message,
+                )  # fmt: skip
             else:
                 track_legs(tx, row, legs, now)
                 swap_hash = legs[-1].signed.hash
                 store.move(
-                    tx, transfer_id, "submitted", now, stage="recorded", transaction_hash=swap_hash
-                )
+                    tx, transfer_id, "submitted", now, box=runtime.secrets, stage="recorded",
+                    transaction_hash=swap_hash,
+                )  # fmt: skip
             row = store.get(tx, transfer_id)
             assert row is not None
         return store.shown(row, runtime.secrets)

@@ -4,6 +4,13 @@ A transfer's `stage` says how far its upstream work went: ``claimed`` (written a
 the provider or the chain may not have heard of it yet; a job finishes it once its
 lease passes) or ``recorded`` (what it started upstream is recorded here). Its `status`
 is what the API shows, and it only moves forward (`move`).
+
+Every status a transfer reaches is announced through the outbox in the storage
+transaction that reaches it (`announce`), once: ``transfer.created`` when its claim is
+recorded (the guarded step from ``claimed`` to ``recorded``: upstream accepted it, so the
+transfer stays), then ``transfer.submitted``, ``transfer.completed`` or ``transfer.failed``
+with the one guarded update that reaches each. A claim definitely refused upstream was
+never announced and is forgotten (`remove`).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from .._infra.sql import keyset_page
 from ..backends.storage.base import Row, Transaction
 from ..errors import UpstreamError
 from ..evm.signing import Signed
+from ..webhooks.outbox import emit
 from .models import DepositInstructions, Transfer, TransferSide
 
 COLUMNS = (
@@ -75,10 +83,29 @@ def side(value: TransferSide) -> str:
 
 
 def insert(tx: Transaction, values: dict[str, Any]) -> None:
+    """A new transfer: its claim (``pending``, stage ``claimed``), not announced yet."""
     columns = list(values)
     tx.execute(
         f"INSERT INTO transfers ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
         list(values.values()),
+    )
+
+
+def announce(tx: Transaction, transfer_id: str, event: str, now: str, box: SecretBox) -> None:
+    """Emit ``transfer.<event>`` with the Transfer as the API shows it now, matched by
+    webhooks' wallet filters on either side's address."""
+    row = get(tx, transfer_id)
+    assert row is not None
+    sides = [TransferSide.model_validate_json(row[name]) for name in ("source", "destination")]
+    addresses = {str(side.address) for side in sides if side.address is not None}
+    emit(
+        tx,
+        org_id=row["org_id"],
+        event_type=f"transfer.{event}",
+        wallet_address=sorted(addresses),
+        data=shown(row, box).to_json(),
+        now=now,
+        box=box if row["deposit_instructions"] is not None else None,  # sealed at rest
     )
 
 
@@ -101,36 +128,61 @@ def page(
     return keyset_page(tx, select, (org_id,), after, limit)
 
 
-def update(tx: Transaction, transfer_id: str, now: str, **fields: Any) -> None:
-    """Set bookkeeping fields (never the status: that is `move`)."""
+def update(tx: Transaction, transfer_id: str, now: str, *, box: SecretBox, **fields: Any) -> None:
+    """Set bookkeeping fields (never the status: that is `move`); recording the claim
+    (``stage="recorded"``) announces ``transfer.created`` with these fields set."""
     _check(fields)
+    recorded = _recorded(tx, transfer_id, fields)
     assignments = ", ".join(f"{name} = ?" for name in fields)
     tx.execute(
         f"UPDATE transfers SET {assignments}, updated_at = ? WHERE id = ?",
         (*fields.values(), now, transfer_id),
     )
+    if recorded:
+        announce(tx, transfer_id, "created", now, box)
 
 
-def move(tx: Transaction, transfer_id: str, status: str, now: str, **fields: Any) -> bool:
+def _recorded(tx: Transaction, transfer_id: str, fields: dict[str, Any]) -> bool:
+    """Whether `fields` record the claim now: the guarded step from ``claimed`` to
+    ``recorded``, taken once whatever the number of finishers."""
+    return fields.get("stage") == "recorded" and bool(
+        tx.execute(
+            "UPDATE transfers SET stage = 'recorded' WHERE id = ? AND stage = 'claimed'",
+            (transfer_id,),
+        )
+    )
+
+
+def move(
+    tx: Transaction, transfer_id: str, status: str, now: str, *, box: SecretBox, **fields: Any
+) -> bool:
     """The one guarded status update: to `status` only from a status that may move
-    there (`NEXT`), with `fields` set alongside; False (nothing changed) otherwise."""
+    there (`NEXT`), with `fields` set alongside, announced ``transfer.<status>`` in the
+    same transaction; False (nothing changed, nothing announced) otherwise. With
+    ``stage="recorded"`` it records the claim first (``transfer.created``, as pending)."""
     _check(fields)
+    if _recorded(tx, transfer_id, fields):
+        announce(tx, transfer_id, "created", now, box)
     sources = [before for before, after in NEXT.items() if status in after]
     if not sources:  # nothing moves there (pending is only ever a first status)
         return False
     assignments = "".join(f", {name} = ?" for name in fields)
     marks = ", ".join("?" * len(sources))
-    return bool(
+    moved = bool(
         tx.execute(
             f"UPDATE transfers SET status = ?, updated_at = ?{assignments}"
             f" WHERE id = ? AND status IN ({marks})",
             (status, now, *fields.values(), transfer_id, *sources),
         )
     )
+    if moved:
+        announce(tx, transfer_id, status, now, box)
+    return moved
 
 
 def remove(tx: Transaction, transfer_id: str) -> None:
-    """Forget a claimed transfer that never reached anyone (a definite refusal)."""
+    """Forget a claimed transfer that never reached anyone (a definite refusal): it was
+    never announced, and is 404 from now on."""
     tx.execute("DELETE FROM transfer_legs WHERE transfer_id = ?", (transfer_id,))
     tx.execute("DELETE FROM transfers WHERE id = ? AND stage = 'claimed'", (transfer_id,))
 

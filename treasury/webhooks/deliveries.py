@@ -56,23 +56,24 @@ def fan_out(
     org_id: str,
     event_id: int,
     event_type: str,
-    wallet_address: str | None,
+    wallets: Sequence[str],
     now: str,
 ) -> int:
     """Write the deliveries of a new event: one per active webhook of its organization
-    subscribed to its type whose wallet filter, if any, names its wallet."""
+    subscribed to its type whose wallet filter, if any, names one of its `wallets`."""
     hooks = tx.query(
         "SELECT id, events, wallets FROM webhooks"
         " WHERE org_id = ? AND active = 1 AND deleted_at IS NULL",
         (org_id,),
     )
-    wallet = (wallet_address or "").lower()
+    mine = {wallet.lower() for wallet in wallets}
     made = 0
     for hook in hooks:
-        wallets = None if hook["wallets"] is None else json.loads(hook["wallets"])
         if event_type not in json.loads(hook["events"]):
             continue
-        if wallets is not None and wallet not in {w.lower() for w in wallets}:
+        if hook["wallets"] is not None and not mine & {
+            w.lower() for w in json.loads(hook["wallets"])
+        }:
             continue
         tx.execute(
             "INSERT INTO webhook_deliveries (org_id, webhook_id, event_id, message_id,"
@@ -205,8 +206,32 @@ def lease_one(tx: Transaction, delivery_id: int, now: str, until: str) -> bool:
     """Take one delivery now, whatever its state, unless another sender holds it."""
     return bool(
         tx.execute(
-            "UPDATE webhook_deliveries SET lease_until = ?, status = 'pending'"
+            "UPDATE webhook_deliveries SET lease_until = ?"
             " WHERE id = ? AND (lease_until IS NULL OR lease_until <= ?)",
             (until, delivery_id, now),
         )
+    )
+
+
+def record_resend(tx: Transaction, attempt: Attempt, now: datetime) -> None:
+    """Record a manual resend: logged apart, it neither uses up a scheduled attempt nor
+    moves the schedule. A 2xx delivers the delivery (nothing is left to send); a 410
+    disables the webhook as any attempt's would; otherwise only the last answer changes."""
+    at = to_text(now)
+    tx.execute(
+        "INSERT INTO webhook_resends (delivery_id, at, status_code, error, duration_ms)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (attempt.delivery_id, at, attempt.status_code, attempt.error, attempt.duration_ms),
+    )
+    if attempt.status_code == 410:
+        disable(tx, attempt.webhook_id, at)
+    ended = (
+        ", status = 'delivered', next_attempt_at = NULL" if attempt.delivered
+        else ", status = 'failed', next_attempt_at = NULL" if attempt.status_code == 410
+        else ""
+    )  # fmt: skip
+    tx.execute(
+        "UPDATE webhook_deliveries SET last_status_code = ?, last_error = ?,"
+        f" lease_until = NULL, updated_at = ?{ended} WHERE id = ?",
+        (attempt.status_code, attempt.error, at, attempt.delivery_id),
     )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -29,6 +28,7 @@ from .._infra.jobs import Report
 from .._infra.runtime import Runtime
 from ..backends.storage.base import Row
 from . import deliveries, targets
+from .outbox import opened
 from .signing import signed_headers
 
 POOL = 32  # deliveries sent at once
@@ -91,7 +91,7 @@ def attempt(runtime: Runtime, client: urllib3.PoolManager, row: Row) -> deliveri
 
 
 def _send(runtime: Runtime, client: urllib3.PoolManager, row: Row) -> urllib3.BaseHTTPResponse:
-    body = row["payload"].encode()
+    body = opened(runtime.secrets, row["payload"]).encode()
     secret = runtime.secrets.decrypt(_PURPOSE, bytes(row["secret"]))
     timestamp = int(runtime.now().timestamp())
     target = targets.pin(row["url"], allow_private=runtime.allow_private_webhook_urls)
@@ -131,11 +131,13 @@ def _retry_after(response: urllib3.BaseHTTPResponse, now: datetime) -> timedelta
     return max(timedelta(0), when - now)
 
 
-def send_now(runtime: Runtime, ids: Sequence[int]) -> None:
-    """Attempt the given (already leased) deliveries now, in this thread; record them."""
+def resend(runtime: Runtime, delivery_id: int) -> None:
+    """Send one (already leased) delivery now, in this thread, outside its schedule;
+    record it as a manual resend (`deliveries.record_resend`)."""
     with runtime.storage.read() as tx:
-        rows = deliveries.sending(tx, ids)
+        rows = deliveries.sending(tx, [delivery_id])
     with _client() as client:
         attempts = [attempt(runtime, client, row) for row in rows]
     with runtime.storage.transaction() as tx:
-        deliveries.record(tx, attempts, runtime.now(), random.SystemRandom())
+        for one in attempts:
+            deliveries.record_resend(tx, one, runtime.now())

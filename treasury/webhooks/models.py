@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, StringConstraints, field_validator
 
 from .._infra.models import Address, Body, PlainText, Resource
 
-EventName = Literal["transaction.confirmed", "transaction.failed"]
+EventName = Literal[
+    "transaction.confirmed",
+    "transaction.failed",
+    "transfer.created",
+    "transfer.submitted",
+    "transfer.completed",
+    "transfer.failed",
+    "deposit.received",
+]
 DeliveryId = Annotated[str, StringConstraints(pattern=r"^msg_[0-9a-f]{32}$")]
-EVENT_NAMES: tuple[EventName, ...] = ("transaction.confirmed", "transaction.failed")
+EVENT_NAMES: tuple[EventName, ...] = get_args(EventName)
 
 
 class CreateWebhook(Body):

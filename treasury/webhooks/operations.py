@@ -15,7 +15,7 @@ from .._infra.validation import parse_input, parse_value
 from ..backends.storage.base import Row, Transaction
 from ..errors import Conflict, NotFound
 from . import deliveries, store
-from .dispatcher import LEASE, send_now
+from .dispatcher import LEASE, resend
 from .models import (
     CreatedWebhook,
     CreateWebhook,
@@ -98,7 +98,8 @@ class Webhooks(Group):
 
     def retry_delivery(self, webhook_id: int | str, delivery_id: str) -> Delivery:
         """Send one delivery again now, whatever its state (a receiver fixed, a missed
-        event); the delivery after that attempt."""
+        event); the delivery after that attempt. A manual resend uses up no scheduled
+        attempt and leaves the schedule as it was; a 2xx marks the delivery delivered."""
         number = parse_value(RowId, webhook_id, "path", "id")
         runtime = self._scope.runtime
         now = runtime.now()
@@ -109,7 +110,7 @@ class Webhooks(Group):
                 raise NotFound("Delivery not found")
             if not deliveries.lease_one(tx, row["id"], to_text(now), to_text(now + LEASE)):
                 raise Conflict("This delivery is being sent; try again in a moment")
-        send_now(runtime, [row["id"]])
+        resend(runtime, row["id"])
         with runtime.storage.read() as tx:
             found = deliveries.by_message(tx, hook, delivery_id)
         assert found is not None

@@ -1,3 +1,5 @@
-from .base import ADDRESS_KEYS, OPTIONAL_ADDRESS_KEYS, Chain, ChainConfig, Receipt, Reverted
+from .base import ADDRESS_KEYS, OPTIONAL_ADDRESS_KEYS, Chain, ChainConfig, Log, Receipt, Reverted
 
-__all__ = ["ADDRESS_KEYS", "OPTIONAL_ADDRESS_KEYS", "Chain", "ChainConfig", "Receipt", "Reverted"]
+__all__ = [
+    "ADDRESS_KEYS", "OPTIONAL_ADDRESS_KEYS", "Chain", "ChainConfig", "Log", "Receipt", "Reverted"
+]  # fmt: skip

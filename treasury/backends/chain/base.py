@@ -87,6 +87,23 @@ class Receipt:
     root: str | None = None
 
 
+@dataclass(frozen=True)
+class Log:
+    """One event log: the `contract` that emitted it (lowercase), its topics (0x hex,
+    lowercase), its data, and where it sits (block, transaction, index in the block)."""
+
+    contract: str
+    topics: tuple[str, ...]
+    data: bytes
+    block_number: int
+    transaction_hash: str
+    log_index: int
+
+
+#: One position of an ``eth_getLogs`` topic filter: a topic, any of several, or anything.
+Topic = str | Sequence[str] | None
+
+
 class Chain(ABC):
     """A chain backend. Thread-safe: one instance serves every thread of a process."""
 
@@ -136,6 +153,36 @@ class Chain(ABC):
     @abstractmethod
     def web3(self) -> Any:
         """A `web3.Web3` bound to this chain, for signing and sending outside the library."""
+
+    def head(self) -> int:
+        """``eth_blockNumber``: the number of the latest block."""
+        return int(self.web3.eth.block_number)
+
+    def logs(
+        self, first: int, last: int, contracts: Sequence[str], topics: Sequence[Topic]
+    ) -> list[Log]:
+        """``eth_getLogs`` over blocks `first`..`last` (inclusive) of `contracts`,
+        filtered by `topics`: one request, in chain order. Backends that speak JSON-RPC
+        themselves override it; this default goes through `web3`."""
+        found = self.web3.eth.get_logs(
+            {
+                "fromBlock": first,
+                "toBlock": last,
+                "address": [self.web3.to_checksum_address(c) for c in contracts],
+                "topics": [t if t is None or isinstance(t, str) else list(t) for t in topics],
+            }
+        )
+        return [
+            Log(
+                contract=str(log["address"]).lower(),
+                topics=tuple("0x" + bytes(t).hex().removeprefix("0x") for t in log["topics"]),
+                data=bytes(log["data"]),
+                block_number=int(log["blockNumber"]),
+                transaction_hash="0x" + bytes(log["transactionHash"]).hex().removeprefix("0x"),
+                log_index=int(log["logIndex"]),
+            )
+            for log in found
+        ]
 
     @property
     def can_mint(self) -> bool:

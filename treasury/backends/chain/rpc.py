@@ -26,8 +26,10 @@ from .base import (
     OPTIONAL_ADDRESS_KEYS,
     Chain,
     ChainConfig,
+    Log,
     Receipt,
     Reverted,
+    Topic,
 )
 
 __all__ = ["BATCH_SIZE", "RpcChain"]
@@ -111,6 +113,19 @@ class RpcChain(Chain):
             results = self._batch([("eth_getTransactionReceipt", [h]) for h in chunk])
             out.extend(_receipt(r) if r else None for r in results)
         return out
+
+    def head(self) -> int:
+        return int(self._request("eth_blockNumber", []), 16)
+
+    def logs(
+        self, first: int, last: int, contracts: Sequence[str], topics: Sequence[Topic]
+    ) -> list[Log]:
+        query = {
+            "fromBlock": hex(first), "toBlock": hex(last),
+            "address": [c.lower() for c in contracts],
+            "topics": [t if t is None or isinstance(t, str) else list(t) for t in topics],
+        }  # fmt: skip
+        return [_log(found) for found in self._request("eth_getLogs", [query])]
 
     def send_raw_transaction(self, raw: bytes) -> str:
         return str(self._request("eth_sendRawTransaction", [_hex(raw)])).lower()
@@ -245,6 +260,17 @@ def _receipt(r: Mapping[str, Any]) -> Receipt | None:
         status=int(status, 16) if status is not None else 1,
         type=int(r.get("type") or "0x0", 16),
         root=str(r["root"]).lower() if r.get("root") else None,
+    )
+
+
+def _log(found: Mapping[str, Any]) -> Log:
+    return Log(
+        contract=str(found["address"]).lower(),
+        topics=tuple(str(topic).lower() for topic in found["topics"]),
+        data=bytes.fromhex(str(found["data"]).removeprefix("0x")),
+        block_number=int(found["blockNumber"], 16),
+        transaction_hash=str(found["transactionHash"]).lower(),
+        log_index=int(found["logIndex"], 16),
     )
 
 
