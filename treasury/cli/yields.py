@@ -101,12 +101,15 @@ def publish(ctx: click.Context, period_now: bool, chain_id: int | None) -> None:
 
 def _publish_now(ctx: click.Context, t: Treasury, chain_id: int | None) -> None:
     target = chain_id or t.settings.primary_chain or min(t.settings.chains, default=None)
-    if target in in_process_chains(t.settings):
+    if (
+        target in in_process_chains(t.settings)
+        and getattr(t.chain(target), "state_path", None) is None
+    ):
         fail(
             ctx,
-            "the in-process devnet lives inside the process that serves it: close the period"
-            " there (t.close_yield_period() in Python), or start `treasury devnet` and"
-            " configure its URL",
+            "this devnet lives in memory, inside the process that serves it: close the period"
+            " there (t.close_yield_period() in Python), keep the devnet in a file (a SQLite"
+            " store, or devnet:///path), or start `treasury devnet` and configure its URL",
         )
     period = t.close_yield_period(chain_id)
     if period is None:
