@@ -10,8 +10,9 @@ import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from eth_account import Account
 
+from treasury._infra.crypto import CUSTODY_KEYS
 from treasury.backends.custody.base import CustodyContext
-from treasury.backends.custody.local import _AAD, _NONCE_BYTES, LocalCustody
+from treasury.backends.custody.local import LocalCustody
 from treasury.errors import NotFound, TreasuryError
 from treasury.testing.custody import CustodySuite, eip1559, new_address, signer_of
 
@@ -44,9 +45,12 @@ class TestLocalCustody(CustodySuite):
         with context.storage.read() as tx:
             row = tx.one("SELECT private_key FROM custody_keys WHERE ref = ?", (key.ref,))
         assert row is not None
-        sealed = bytes(row["private_key"])
-        nonce, ciphertext = sealed[:_NONCE_BYTES], sealed[_NONCE_BYTES:]
-        private_key = AESGCM(context.encryption_key).decrypt(nonce, ciphertext, _AAD).decode()
+        sealed = bytes(row["private_key"])  # a 12-byte nonce, then AES-GCM for the purpose
+        private_key = (
+            AESGCM(context.encryption_key)
+            .decrypt(sealed[:12], sealed[12:], CUSTODY_KEYS.encode())
+            .decode()
+        )
         assert Account.from_key(private_key).address.lower() == key.address  # the real key
 
         data = b"".join(

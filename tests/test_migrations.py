@@ -70,3 +70,47 @@ def test_idempotency_keys_survive_migration_9(storage_url, monkeypatch):
         tables = {r["name"] for r in tx.query(tables_query())}
     assert "idempotency_keys_v9" not in tables
     new.close()
+
+
+def test_wallets_and_their_transactions_survive_migration_13(storage_url, monkeypatch):
+    from .test_custody_plugin import MemoryCustody
+
+    before = [number for number, _, _ in schema.MIGRATIONS].index(13)
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:before])
+    old = Treasury.open(open_storage(storage_url), master_key=MASTER_KEY, chains={})
+    org = make_tenant(old).org
+    kept = org.wallets.create(label="Kept", idempotency_key="w1")
+    gone = org.wallets.create(label="Gone", idempotency_key="w2")
+    org.wallets.delete(gone.address)
+    with old.storage.transaction() as tx:  # a tracked transaction of the kept wallet
+        row = tx.one("SELECT id FROM wallets WHERE number = ?", (kept.id,))
+        tx.execute(
+            "INSERT INTO transactions (org_id, chain_id, hash, type, sender, contract, token,"
+            " amount, wallet_id, wallet_number, wallet_address, status, created_at,"
+            " updated_at) VALUES (?, 31337, ?, 'deposit', ?, ?, 'USDC', '1', ?, ?, ?,"
+            " 'pending', '2026-01-01', '2026-01-01')",
+            (org.id, "0x" + "ab" * 32, kept.address, address().lower(), row["id"], kept.id,
+             kept.address),
+        )  # fmt: skip
+    old.close()
+    monkeypatch.undo()
+
+    new = Treasury.open(
+        open_storage(storage_url), master_key=MASTER_KEY, chains={}, custody=MemoryCustody()
+    )
+    org = new.for_organization(org.id)
+    assert [(w.id, w.label) for w in org.wallets.list().data] == [(kept.id, "Kept")]
+    made = org.wallets.create(label="Elsewhere")  # a key no `custody_keys` row holds
+    assert made.id == 3  # the deleted number is not given again
+    with new.storage.read() as tx:
+        tables = {r["name"] for r in tx.query(tables_query())}
+        moved = tx.one(
+            "SELECT w.number FROM transactions AS t JOIN wallets AS w ON w.id = t.wallet_id"
+            " WHERE t.hash = ?",
+            ("0x" + "ab" * 32,),
+        )
+    assert not tables & {"wallets_v13", "transactions_v13"}
+    assert moved is not None and moved["number"] == kept.id  # still the kept wallet's
+    with pytest.raises(Conflict):  # the live address stays unique after the rebuild
+        org.wallets.track(address=kept.address, label="Again")
+    new.close()

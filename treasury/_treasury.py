@@ -12,7 +12,7 @@ from typing import Any, Generic, Self, TypeVar
 from ._infra import plugins
 from ._infra.chains import ChainRegistry, ChainSpec
 from ._infra.clock import Clock, system_clock
-from ._infra.crypto import SecretBox, resolve_master_key
+from ._infra.crypto import CUSTODY_KEYS, SecretBox, resolve_master_key
 from ._infra.idempotency import purge_expired_keys
 from ._infra.jobs import BackgroundWorker, Job, RunSummary, run_pass
 from ._infra.ratelimit import Quota, RateLimiter
@@ -160,7 +160,7 @@ class Treasury:
         key = master_key if master_key is not None else settings.master_key
         secrets = SecretBox(resolve_master_key(key, store.key_file, durable=store.durable))
         custodian = plugins.resolve("custody", custody or settings.custody, Custody)
-        custodian.bind(CustodyContext(store, secrets.derive("encrypt:custody-private-key"), clock))
+        custodian.bind(CustodyContext(store, secrets.key_for(CUSTODY_KEYS), clock))
         runtime = Runtime(
             storage=store,
             secrets=secrets,

@@ -19,6 +19,7 @@ log = logging.getLogger("treasury")
 
 MASTER_KEY_ENV = "TREASURY_MASTER_KEY"
 _NONCE_BYTES = 12
+CUSTODY_KEYS = "custody-private-key"  # the purpose custody keys are sealed for
 
 
 def new_master_key() -> str:
@@ -88,6 +89,24 @@ def _create_key_file(key_file: Path) -> None:
         temporary.unlink(missing_ok=True)
 
 
+def encrypt(cipher: AESGCM, purpose: str, plaintext: str) -> bytes:
+    """The one sealing of the library: a fresh nonce, then `plaintext` under `cipher`
+    with `purpose` as associated data (a blob sealed for one purpose opens for no other)."""
+    nonce = secrets.token_bytes(_NONCE_BYTES)
+    return nonce + cipher.encrypt(nonce, plaintext.encode(), purpose.encode())
+
+
+def decrypt(cipher: AESGCM, purpose: str, blob: bytes) -> str:
+    """The plaintext of an `encrypt`ed blob; a clear `WrongMasterKey` when the key is not
+    the one that encrypted it (a rotated or mistyped key), never a bare crypto exception."""
+    nonce, ciphertext = blob[:_NONCE_BYTES], blob[_NONCE_BYTES:]
+    try:
+        plain = cipher.decrypt(nonce, ciphertext, purpose.encode())
+    except InvalidTag:
+        raise WrongMasterKey(purpose) from None
+    return plain.decode()
+
+
 _SEALED = "sealed:"
 
 
@@ -101,26 +120,22 @@ class SecretBox:
     def _aead(self, purpose: str) -> AESGCM:
         cipher = self._ciphers.get(purpose)
         if cipher is None:
-            cipher = self._ciphers[purpose] = AESGCM(self.derive(f"encrypt:{purpose}"))
+            cipher = self._ciphers[purpose] = AESGCM(self.key_for(purpose))
         return cipher
+
+    def key_for(self, purpose: str) -> bytes:
+        """The 32-byte encryption key of one purpose (a custody plugin gets its own)."""
+        return self.derive(f"encrypt:{purpose}")
 
     def derive(self, purpose: str) -> bytes:
         """A 32-byte subkey for one purpose (HMAC-SHA256 of the purpose)."""
         return hmac.new(self._master, purpose.encode(), hashlib.sha256).digest()
 
     def encrypt(self, purpose: str, plaintext: str) -> bytes:
-        nonce = secrets.token_bytes(_NONCE_BYTES)
-        return nonce + self._aead(purpose).encrypt(nonce, plaintext.encode(), purpose.encode())
+        return encrypt(self._aead(purpose), purpose, plaintext)
 
     def decrypt(self, purpose: str, blob: bytes) -> str:
-        """The plaintext; a clear `TreasuryError` when the master key is not the one that
-        encrypted it (a rotated or mistyped key), never a bare crypto exception."""
-        nonce, ciphertext = blob[:_NONCE_BYTES], blob[_NONCE_BYTES:]
-        try:
-            plain = self._aead(purpose).decrypt(nonce, ciphertext, purpose.encode())
-        except InvalidTag:
-            raise WrongMasterKey(purpose) from None
-        return plain.decode()
+        return decrypt(self._aead(purpose), purpose, blob)
 
     def seal(self, purpose: str, plaintext: str) -> str:
         """`encrypt` as text for a TEXT column: ``sealed:`` and the base64 of the blob."""

@@ -446,4 +446,70 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 duration_ms INTEGER NOT NULL)""",
         ],
     ),
+    (
+        13,
+        "a wallet names its custody key without a foreign key: any custody plugin keeps keys",
+        [  # `custody_keys` is local custody's own table; another custody's refs are not in it.
+            # Rebuilt with the transactions that refer to them (SQLite cannot drop a
+            # constraint, nor a table other rows refer to): new ids in the old order, as in
+            # migration 6, so PostgreSQL's identities stay ahead; numbers are kept.
+            """CREATE TABLE wallets_v13 (
+                id {pk},
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                number BIGINT,
+                address TEXT NOT NULL,
+                label {sortable_text},
+                type TEXT NOT NULL,
+                custody_ref TEXT,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                deleted_at TEXT)""",
+            """INSERT INTO wallets_v13 (org_id, number, address, label, type, custody_ref,
+                created_at, updated_at, deleted_at) SELECT org_id, number, address, label,
+                type, custody_ref, created_at, updated_at, deleted_at FROM wallets ORDER BY id""",
+            """CREATE TABLE transactions_v13 (
+                id {pk},
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                chain_id BIGINT NOT NULL,
+                hash TEXT NOT NULL,
+                type TEXT NOT NULL,
+                sender TEXT NOT NULL,
+                contract TEXT NOT NULL,
+                token TEXT NOT NULL,
+                amount TEXT NOT NULL,
+                wallet_id BIGINT NOT NULL REFERENCES wallets_v13(id),
+                wallet_number BIGINT,
+                wallet_address TEXT NOT NULL,
+                status TEXT NOT NULL,
+                receipt TEXT,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                UNIQUE (org_id, chain_id, hash))""",
+            """INSERT INTO transactions_v13 (org_id, chain_id, hash, type, sender, contract,
+                token, amount, wallet_id, wallet_number, wallet_address, status, receipt,
+                created_at, updated_at) SELECT t.org_id, t.chain_id, t.hash, t.type, t.sender,
+                t.contract, t.token, t.amount, n.id, t.wallet_number, t.wallet_address,
+                t.status, t.receipt, t.created_at, t.updated_at
+                FROM transactions AS t JOIN wallets AS o ON o.id = t.wallet_id
+                JOIN wallets_v13 AS n ON n.org_id = o.org_id AND n.number = o.number
+                ORDER BY t.id""",
+            "DROP TABLE transactions",
+            "DROP TABLE wallets",
+            # renaming rewrites transactions_v13's reference to the new name
+            "ALTER TABLE wallets_v13 RENAME TO wallets",
+            "ALTER TABLE transactions_v13 RENAME TO transactions",
+            """CREATE UNIQUE INDEX wallets_live_address
+                ON wallets (org_id, address) WHERE deleted_at IS NULL""",
+            "CREATE UNIQUE INDEX wallets_number ON wallets (org_id, number)",
+            """CREATE INDEX transactions_pending
+                ON transactions (chain_id, id) WHERE status = 'pending'""",
+            "CREATE INDEX transactions_hash ON transactions (chain_id, hash)",
+            # migration 12's indexes of the rebuilt tables
+            """CREATE INDEX transactions_feed
+                ON transactions (org_id, chain_id, created_at, id)""",
+            """CREATE INDEX transactions_wallet_feed
+                ON transactions (org_id, chain_id, wallet_address, created_at, id)""",
+            "CREATE INDEX wallets_by_address ON wallets (address) WHERE deleted_at IS NULL",
+        ],
+    ),
 ]

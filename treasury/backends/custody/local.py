@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import secrets
 from typing import Any, Self
 
-from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from ..._infra.clock import to_text
+from ..._infra.crypto import CUSTODY_KEYS, decrypt, encrypt
 from ..._infra.imports import load
 from ...errors import NotFound, TreasuryError
 from .base import Custody, CustodyContext, CustodyKey
-
-_AAD = b"custody-private-key"
-_NONCE_BYTES = 12
 
 
 class LocalCustody(Custody):
@@ -40,10 +36,7 @@ class LocalCustody(Custody):
         context = self._bound()
         account = Account.create()
         address = account.address.lower()
-        nonce = secrets.token_bytes(_NONCE_BYTES)
-        sealed = nonce + AESGCM(context.encryption_key).encrypt(
-            nonce, account.key.hex().encode(), _AAD
-        )
+        sealed = encrypt(AESGCM(context.encryption_key), CUSTODY_KEYS, account.key.hex())
         with context.storage.transaction() as tx:
             tx.execute(
                 "INSERT INTO custody_keys (ref, address, private_key, created_at) VALUES (?, ?, ?, ?)",
@@ -58,12 +51,5 @@ class LocalCustody(Custody):
             row = tx.one("SELECT private_key FROM custody_keys WHERE ref = ?", (ref,))
         if row is None:
             raise NotFound("Custody key not found")
-        sealed = bytes(row["private_key"])
-        nonce, ciphertext = sealed[:_NONCE_BYTES], sealed[_NONCE_BYTES:]
-        try:
-            key = AESGCM(context.encryption_key).decrypt(nonce, ciphertext, _AAD).decode()
-        except InvalidTag:
-            raise TreasuryError(
-                "cannot decrypt a custody key: the master key is not the one that encrypted it"
-            ) from None
+        key = decrypt(AESGCM(context.encryption_key), CUSTODY_KEYS, bytes(row["private_key"]))
         return bytes(Account.sign_transaction(transaction, key).raw_transaction)
