@@ -137,6 +137,10 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{getattr(server, 'effective_port', port)}/v1"
     emit(ctx, {"url": url}, lambda: [f"Serving the treasury API on {url} (Ctrl+C to stop)"])
+    if worker:
+        log.info("jobs: a pass every %gs in this process", interval)
+    else:
+        log.info("jobs: none in this process (--no-worker): run `treasury worker` beside it")
     jobs = t.run_in_background(interval, _log_pass) if worker else None
     try:
         with stop_on_sigterm(lambda: sys.exit(0)):
