@@ -21,6 +21,8 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, Setting
 from pydantic_settings.sources import PydanticBaseSettingsSource
 from pydantic_settings.sources.utils import parse_env_vars
 
+__all__ = ["ENV_PREFIX", "Settings", "dump_toml", "write_chain"]
+
 ENV_PREFIX = "TREASURY_"
 
 
