@@ -34,7 +34,14 @@ def main(ctx: click.Context, config: pathlib.Path | None, storage: str | None) -
 
 
 for _command in (
-    admin.init, admin.orgs, admin.keys, run.serve, run.worker, run.devnet, run.faucet,
-    yields.yield_, demo.demo,
-):  # fmt: skip
+    admin.init,
+    admin.orgs,
+    admin.keys,
+    run.serve,
+    run.worker,
+    run.devnet,
+    run.faucet,
+    yields.yield_,
+    demo.demo,
+):
     main.add_command(_command)

@@ -109,9 +109,13 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
             answer = ask()
             with runtime.storage.transaction() as tx:
                 store.update(
-                    tx, transfer_id, runtime.now_text(), provider_transfer_id=answer.id,
-                    provider_state=answer.state, deposit_address=answer.deposit_address,
-                )  # fmt: skip
+                    tx,
+                    transfer_id,
+                    runtime.now_text(),
+                    provider_transfer_id=answer.id,
+                    provider_state=answer.state,
+                    deposit_address=answer.deposit_address,
+                )
                 row = store.get(tx, transfer_id) or row
         if row["deposit_address"] is None:  # nowhere to send the USDC: it cannot proceed
             raise UpstreamError("the fiat provider gave no deposit address for the off-ramp")

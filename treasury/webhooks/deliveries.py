@@ -95,9 +95,16 @@ def claim_due(tx: Transaction, due: str, now: str, until: str, limit: int) -> li
         "status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)"
     )
     taken = lease_rows(
-        tx, "webhook_deliveries", key="id", free=free, params=(due, now),
-        order_by="next_attempt_at", limit=limit, until=until, returning="id",
-    )  # fmt: skip
+        tx,
+        "webhook_deliveries",
+        key="id",
+        free=free,
+        params=(due, now),
+        order_by="next_attempt_at",
+        limit=limit,
+        until=until,
+        returning="id",
+    )
     return sending(tx, [row["id"] for row in taken])
 
 
@@ -151,10 +158,16 @@ def record(
             " last_status_code = ?, last_error = ?, lease_until = NULL, updated_at = ?"
             " WHERE id = ? AND attempts = ?",
             (
-                status, number, following, attempt.status_code, attempt.error, at,
-                attempt.delivery_id, attempt.attempts_before,
+                status,
+                number,
+                following,
+                attempt.status_code,
+                attempt.error,
+                at,
+                attempt.delivery_id,
+                attempt.attempts_before,
             ),
-        )  # fmt: skip
+        )
         counts[
             {"delivered": "webhooks_delivered", "pending": "webhooks_retried"}.get(
                 status, "webhooks_failed"

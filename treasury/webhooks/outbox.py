@@ -29,7 +29,11 @@ def emit(
     assert row is not None
     event_id = int(row["id"])
     fan_out(
-        tx, org_id=org_id, event_id=event_id, event_type=event_type,
-        wallet_address=wallet_address, now=now,
-    )  # fmt: skip
+        tx,
+        org_id=org_id,
+        event_id=event_id,
+        event_type=event_type,
+        wallet_address=wallet_address,
+        now=now,
+    )
     return event_id

@@ -51,9 +51,14 @@ def deploy_contracts(w3: Any, sender: Any) -> dict[str, str]:
     address = _address_of(sender)
     nonce = w3.eth.get_transaction_count(to_checksum_address(address), "pending")
     names = [
-        "USDC", "USDT", "c0", "swap_facility", "earner_rate_source", "multicall",
+        "USDC",
+        "USDT",
+        "c0",
+        "swap_facility",
+        "earner_rate_source",
+        "multicall",
         "yield_distributor",
-    ]  # fmt: skip
+    ]
     at = {name: contract_address(address, nonce + i) for i, name in enumerate(names)}
     steps: list[tuple[str | None, bytes]] = [
         (None, _creation("TestStablecoin", ["string", "string"], ["USD Coin", "USDC"])),
