@@ -365,7 +365,7 @@ def sql_timer() -> Iterator[dict[str, list[float]]]:
 
     The storage's thread connections are wrapped in `TimedConnection` as it hands them
     out (`SQLiteStorage._db`, a private method, patched for the duration), so its own
-    ``BEGIN``/``COMMIT`` count as well as the statements sent through sqlite-utils.
+    ``BEGIN``/``COMMIT`` count as well as every other statement.
     """
     from treasury.backends.storage.sqlite import SQLiteStorage
 
@@ -386,22 +386,15 @@ def sql_timer() -> Iterator[dict[str, list[float]]]:
         spent.setdefault(label(sql), []).append(seconds)
 
     original = SQLiteStorage._db
-    wrapped: list[Any] = []
 
     def timed_db(storage: SQLiteStorage) -> Any:
-        db = original(storage)
-        if not isinstance(db.conn, TimedConnection):
-            db.conn = TimedConnection(db.conn, record)
-            wrapped.append(db)
-        return db
+        return TimedConnection(original(storage), record)
 
     SQLiteStorage._db = timed_db  # type: ignore[method-assign]
     try:
         yield spent
     finally:
         SQLiteStorage._db = original  # type: ignore[method-assign]
-        for db in wrapped:
-            db.conn = db.conn.inner
 
 
 def print_sql(title: str, spent: dict[str, list[float]], sample: Sample) -> None:

@@ -4,7 +4,6 @@ package of someone else's (in the manner of datasette's ``test_docs.py``)."""
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import os
 import re
@@ -37,7 +36,7 @@ def mentions(page: str, word: str) -> bool:
 
 # -- settings ------------------------------------------------------------------------------
 
-SETTINGS = [f.name for f in dataclasses.fields(Settings)]
+SETTINGS = list(Settings.model_fields)
 
 
 @pytest.mark.parametrize("name", SETTINGS)

@@ -49,12 +49,21 @@ class Cluster:
         log = (self.config.parent / f"worker-{len(self.workers)}.log").open("wb")
         self.workers.append(
             subprocess.Popen(
-                [sys.executable, "-m", "treasury.cli", "worker", "--interval", "0.2"],
+                [sys.executable, "-m", "treasury.cli", "worker", "--interval", "0.2", "--json"],
                 env=clean_env({"TREASURY_CONFIG": str(self.config)}),
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
         )
+
+    def passes(self) -> list[int]:
+        """How many passes each live worker has finished (`--json`: a summary line each)."""
+        counts = []
+        for i, worker in enumerate(self.workers):
+            if worker.poll() is None:
+                lines = (self.config.parent / f"worker-{i}.log").read_bytes().splitlines()
+                counts.append(sum(line.startswith(b"{") for line in lines))
+        return counts
 
     def client(self, server: int, secret: str) -> httpx.Client:
         return httpx.Client(
@@ -205,7 +214,12 @@ def test_deliveries_by_two_workers_once_each_and_none_lost_when_one_is_killed(
     # 40 confirmed transactions, two workers indexing and delivering at once
     hashes = record_transactions(cluster, api, wallet, 40)
     wait_for(lambda: deliveries(cluster, tenant.org.id)["delivered"] == 40, 60, "40 delivered")
-    time.sleep(1)  # a few more passes of both workers: nothing more may arrive
+    before = cluster.passes()  # two more passes of each worker: nothing more may arrive
+    wait_for(
+        lambda: all(now >= then + 2 for now, then in zip(cluster.passes(), before, strict=True)),
+        60,
+        "two more passes of each worker",
+    )
     got = ours()
     assert len(got) == 40 and len({r.message_id for r in got}) == 40  # none twice
     assert {r.payload()["data"]["hash"].lower() for r in got} == hashes

@@ -84,13 +84,26 @@ def test_alone_it_funds_confirms_and_completes_a_deposit(fresh):
 
 
 def test_with_no_worker_no_job_runs(fresh):
-    cwd, _ = fresh
+    """Without the worker, serve says the jobs do not run here and none runs by the time
+    it answers; with it, a pass is logged (waited for, with a deadline)."""
+    cwd, secret = fresh
     with serving(cwd, "--no-worker", "--interval", "0.2", env=ENV) as server:
-        time.sleep(1.5)
-        assert "jobs pass" not in server.output()
+        answered = httpx.get(f"{server.base}/wallets", headers={"x-api-key": secret})
+        assert answered.status_code == 200
+        assert "jobs: none in this process (--no-worker)" in server.output()
+        assert "jobs pass" not in server.output() and "jobs: a pass" not in server.output()
     with serving(cwd, "--interval", "0.2", env=ENV) as server:
-        time.sleep(1.5)
-        assert "jobs pass" in server.output()
+        assert "jobs: a pass every 0.2s in this process" in wait_for_output(server, "jobs: a pass")
+        wait_for_output(server, "jobs pass: ")
+
+
+def wait_for_output(server, text: str, within: float = 30) -> str:
+    """The server's output once it holds `text`; fails after `within` seconds."""
+    deadline = time.monotonic() + within
+    while text not in (output := server.output()):
+        assert time.monotonic() < deadline and server.alive(), output
+        time.sleep(0.05)
+    return output
 
 
 def test_idle_half_sent_connections_do_not_starve_it(fresh):

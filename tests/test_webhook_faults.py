@@ -44,12 +44,13 @@ def test_a_worker_killed_mid_batch_loses_no_delivery(new_storage_url):
                       allow_private_webhook_urls=True)  # fmt: skip
     org = make_tenant(t).org
     with receiving() as rx:
+        release = threading.Event()
 
-        def slow(got: object) -> int:
-            time.sleep(0.5)  # the batch is in flight when the worker dies
+        def held(got: object) -> int:
+            release.wait(60)  # the batch is in flight when the worker dies
             return 204
 
-        rx.decide = slow
+        rx.decide = held
         org.webhooks.create(url=rx.at(), events=["transaction.confirmed"])
         for _ in range(100):
             event(t, org.id)
@@ -65,9 +66,10 @@ def test_a_worker_killed_mid_batch_loses_no_delivery(new_storage_url):
         finally:
             if worker.poll() is None:
                 worker.kill()
+            rx.decide = None  # answer at once from now on
+            release.set()
         before = set(rx.ids())
         assert Counter(d["status"] for d in deliveries(t))["pending"] > 0  # work was cut off
-        rx.decide = None  # answer at once from now on
         now[0] += timedelta(seconds=60)  # past the dead worker's lease
         for _ in range(3):
             t.run_once()

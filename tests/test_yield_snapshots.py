@@ -83,15 +83,25 @@ def test_amounts_never_exceed_a_full_week_and_leave_zeros_out(balances, hours, a
     largest balance earns in the whole week, never negative, and absent when zero."""
     holder = "0x" + "c" * 40
     week = period_of(TUESDAY)
-    start, _ = bounds(week)
+    start, end = bounds(week)
     moments = sorted({start + timedelta(hours=h) for h in hours})
     taken = [
         Snapshot(moment, apy, {holder: balance} if balance else {})
         for moment, balance in zip(moments, balances, strict=False)
     ]
     got = amounts(taken, week).get(holder)
+    # Each snapshot holds until the next one or the period's end; those after it count nothing.
+    follows = [snapshot.taken_at for snapshot in taken[1:]] + [end]
+    segments = [
+        (balance, str(apy), min(until, end) - snapshot.taken_at)
+        for snapshot, until in zip(taken, follows, strict=True)
+        for balance in snapshot.balances.values()
+        if min(until, end) > snapshot.taken_at
+    ]
+    expected = reference(segments)
     ceiling = reference([(max(balances), str(apy), timedelta(days=7))])
-    assert got is None or 0 < got <= ceiling
+    assert 0 <= expected <= ceiling
+    assert got == (expected or None)  # a zero amount is left out, any other is exact
 
 
 @pytest.fixture

@@ -33,7 +33,15 @@ from typing import IO, Any, Self
 
 import httpx
 
-__all__ = ["DEPLOYER_KEY", "AnvilNode", "deploy_contracts", "find_anvil", "fund", "start_anvil"]
+__all__ = [
+    "CHAIN_ID",
+    "DEPLOYER_KEY",
+    "AnvilNode",
+    "deploy_contracts",
+    "find_anvil",
+    "fund",
+    "start_anvil",
+]
 
 #: Anvil's first dev account (publicly known; never use it on a real chain).
 DEPLOYER_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"

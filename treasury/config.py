@@ -1,35 +1,48 @@
 """Settings: `Treasury.open` arguments, else `TREASURY_*` variables, else the defaults.
 
 The CLI also reads a TOML file (``--config treasury.toml``) with the same keys in
-lowercase and a ``[chains]`` table mapping chain ids to backend URLs.
+lowercase and a ``[chains]`` table mapping chain ids to backend URLs. Values are checked
+by pydantic: a value that does not fit its field is a `ValueError` naming the setting.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import tomlkit
+from pydantic import Field, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
+from pydantic_settings.sources import PydanticBaseSettingsSource
+from pydantic_settings.sources.utils import parse_env_vars
+
+__all__ = ["ENV_PREFIX", "Settings", "dump_toml", "write_chain"]
 
 ENV_PREFIX = "TREASURY_"
 
 
-def _default_chains() -> dict[int, str]:
+def _default_chains() -> dict[int, Any]:
     return {31337: "devnet://"}
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(BaseSettings):
+    """Every setting; `Settings()` is the defaults alone, `Settings.load()` reads sources."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_ignore_empty=True, extra="forbid", frozen=True
+    )
+
     storage: str = "sqlite:///treasury.db"
-    chains: dict[int, Any] = field(default_factory=_default_chains)
+    chains: Annotated[dict[int, Any], NoDecode] = Field(default_factory=_default_chains)
     primary_chain: int | None = None  # the chain of the `ethereum` rail; default the lowest
     fiat: str = "sandbox://"
     custody: str = "local://"
-    master_key: str | None = field(default=None, repr=False)  # never in logs
+    master_key: str | None = Field(default=None, repr=False)  # never in logs
     allow_private_webhook_urls: bool = False
     rate_limit: str = "100/60 seconds"  # per API key
     anonymous_rate_limit: str = "100/60 seconds"  # per client address, without a valid key
@@ -40,6 +53,17 @@ class Settings:
     deposit_confirmations: int | None = None  # None: 0 on a chain that can mint, 12 elsewhere
 
     @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)  # the environment is read by `load` alone
+
+    @classmethod
     def load(
         cls,
         overrides: Mapping[str, Any] | None = None,
@@ -48,88 +72,100 @@ class Settings:
         toml_file: str | Path | None = None,
     ) -> Settings:
         """Defaults, then the TOML file, then the environment, then `overrides` (non-None)."""
-        settings = cls()
+        values: dict[str, Any] = {}
         if toml_file is not None:
-            settings = settings.merged(tomllib.loads(Path(toml_file).read_text()))
-        settings = settings.merged(_from_env(os.environ if env is None else env))
-        return settings.merged({k: v for k, v in (overrides or {}).items() if v is not None})
+            values |= _known(tomllib.loads(Path(toml_file).read_text()))
+        values |= _EnvMapping(cls, os.environ if env is None else env)()
+        values |= _known({k: v for k, v in (overrides or {}).items() if v is not None})
+        return _validated(values)
 
     def merged(self, values: Mapping[str, Any]) -> Settings:
-        known = {f.name: f.type for f in fields(self)}
-        unknown = set(values) - set(known)
-        if unknown:
-            raise ValueError(f"unknown settings: {', '.join(sorted(unknown))}")
-        cleaned: dict[str, Any] = {}
-        for name, value in values.items():
-            if name == "chains":
-                value = _parse_chains(value)
-            elif name == "allow_private_webhook_urls":
-                value = _parse_bool(value)
-            elif name in (
-                "max_body_bytes", "primary_chain", "snapshot_interval", "deposit_confirmations"
-            ):  # fmt: skip
-                value = int(value)
-            elif name == "sweep_minimum":
-                value = str(Decimal(str(value)))
-            cleaned[name] = value
-        return replace(self, **cleaned)
+        """A copy with the fields of `values` replaced (checked like any other source)."""
+        current = {name: getattr(self, name) for name in type(self).model_fields}
+        return _validated(current | _known(values))
 
-
-def _from_env(env: Mapping[str, str]) -> dict[str, str]:
-    names = {f.name for f in fields(Settings)}
-    found = {}
-    for name in names:
-        value = env.get(ENV_PREFIX + name.upper())
-        if value:
-            found[name] = value
-    return found
-
-
-def _parse_bool(value: object) -> bool:
-    if isinstance(value, bool):
+    @field_validator("chains", mode="before")
+    @classmethod
+    def _parse_chains(cls, value: object) -> object:
+        """Text such as ``31337=devnet://,1=https://rpc.example``, or a mapping of chain id
+        to a URL or a table ``{url, addresses, tokens}`` (see `ChainConfig.parse`)."""
+        if isinstance(value, str):
+            pairs = [item.split("=", 1) for item in value.split(",") if item.strip()]
+            if any(len(pair) != 2 for pair in pairs):
+                raise ValueError("chains as text is CHAIN_ID=URL pairs separated by commas")
+            return {chain_id.strip(): url.strip() for chain_id, url in pairs}
+        if not isinstance(value, Mapping):
+            raise ValueError("chains must be a mapping of chain id to backend URL")
         return value
-    return str(value).strip().lower() in {"1", "true", "yes", "on"}
+
+    @field_validator("sweep_minimum", mode="before")
+    @classmethod
+    def _parse_decimal(cls, value: object) -> str:
+        if isinstance(value, bool):
+            raise ValueError("a decimal number is expected")
+        try:
+            number = Decimal(str(value))
+        except InvalidOperation:
+            raise ValueError("a decimal number is expected") from None
+        if not number.is_finite():
+            raise ValueError("a finite decimal number is expected")
+        return str(number)
 
 
-def _parse_chains(value: object) -> dict[int, Any]:
-    """Text such as ``31337=devnet://,1=https://rpc.example``, or a mapping of chain id to
-    a URL or a table ``{url, addresses, tokens}`` (see `ChainConfig.parse`)."""
-    if isinstance(value, str):
-        pairs = (item.split("=", 1) for item in value.split(",") if item.strip())
-        return {int(chain_id): url.strip() for chain_id, url in pairs}
-    if isinstance(value, Mapping):
-        return {int(chain_id): spec for chain_id, spec in value.items()}
-    raise ValueError("chains must be a mapping of chain id to backend URL")
+class _EnvMapping(EnvSettingsSource):
+    """pydantic-settings' reading of ``TREASURY_*`` variables, from any mapping."""
+
+    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
+        self._env = env
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(
+            self._env, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str
+        )
+
+
+def _known(values: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = set(values) - set(Settings.model_fields)
+    if unknown:
+        raise ValueError(f"unknown settings: {', '.join(sorted(unknown))}")
+    return dict(values)
+
+
+def _validated(values: Mapping[str, Any]) -> Settings:
+    try:
+        return Settings(**values)
+    except ValidationError as error:
+        raise ValueError("; ".join(_describe(problem) for problem in error.errors())) from None
+
+
+def _describe(problem: Mapping[str, Any]) -> str:
+    """One invalid value: the setting, its variable and the reason (never a secret)."""
+    name = str(problem["loc"][0]) if problem["loc"] else "settings"
+    where = f"{name} ({ENV_PREFIX}{name.upper()})" if name in Settings.model_fields else name
+    field: FieldInfo | None = Settings.model_fields.get(name)
+    shown = "" if field is None or not field.repr else f": {problem['input']!r}"
+    return f"invalid setting {where}: {problem['msg']}{shown}"
 
 
 def write_chain(toml_file: str | Path, chain_id: int, spec: Mapping[str, Any]) -> None:
-    """Set ``[chains.<chain_id>]`` in a TOML settings file, keeping everything else."""
+    """Set ``[chains.<chain_id>]`` in a TOML settings file, keeping everything else
+    (comments, other keys, their order)."""
     path = Path(toml_file)
-    data = tomllib.loads(path.read_text()) if path.exists() else {}
-    data.setdefault("chains", {})[str(chain_id)] = dict(spec)
-    path.write_text(dump_toml(data))
+    document = tomlkit.parse(path.read_text()) if path.exists() else tomlkit.document()
+    if "chains" not in document:
+        document["chains"] = tomlkit.table(is_super_table=True)
+    document["chains"][str(chain_id)] = dict(spec)
+    path.write_text(tomlkit.dumps(document))
 
 
-def dump_toml(data: Mapping[str, Any], prefix: str = "") -> str:
+def dump_toml(data: Mapping[str, Any]) -> str:
     """TOML for settings: strings, numbers, booleans, lists of those, nested tables."""
-    scalars = [f"{key} = {_toml_value(v)}" for key, v in data.items() if not isinstance(v, Mapping)]
-    text = "\n".join(scalars) + ("\n" if scalars else "")
-    for key, value in data.items():
-        if isinstance(value, Mapping):
-            name = f"{prefix}.{key}" if prefix else str(key)
-            inner = dump_toml(value, name)
-            has_scalars = any(not isinstance(v, Mapping) for v in value.values())
-            text += f"\n[{name}]\n{inner}" if has_scalars or not value else inner
-    return text
+    return tomlkit.dumps(_with_text_keys(data))
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)  # a JSON string is a valid TOML basic string
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+def _with_text_keys(data: Mapping[Any, Any]) -> dict[str, Any]:
+    return {
+        str(key): _with_text_keys(value) if isinstance(value, Mapping) else value
+        for key, value in data.items()
+    }

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+__all__ = ["to_raw", "to_units"]
+
 _AMOUNT = re.compile(r"(0|[1-9][0-9]*)(\.[0-9]+)?")
 
 

@@ -115,9 +115,11 @@ class BackgroundWorker:
             except Exception as error:  # e.g. the storage is down: try again next pass
                 message = error.message if isinstance(error, TreasuryError) else repr(error)
                 self._failures.report(
-                    "pass", f"background pass failed: {message}", level=logging.ERROR,
+                    "pass",
+                    f"background pass failed: {message}",
+                    level=logging.ERROR,
                     exc_info=True,
-                )  # fmt: skip
+                )
             else:
                 self._failures.settle(["pass"])
             self._stop.wait(self._interval)

@@ -17,6 +17,7 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -39,19 +40,25 @@ class Quota:
 
 
 class RateLimiter:
-    """E.g. ``"100/60 seconds"`` per key and per anonymous address; counters at `storage_url`."""
+    """E.g. ``"100/60 seconds"`` per key and per anonymous address; counters at `storage_url`.
+
+    `clock` (seconds, monotonic) times the ``memory://`` windows; shared storage uses its
+    own clock (Redis': one for every process).
+    """
 
     def __init__(
         self,
         limit: str = "100/60 seconds",
         storage_url: str = "memory://",
         anonymous_limit: str = "100/60 seconds",
+        *,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.limit = limit
         per_key, per_address = parse(limit), parse(anonymous_limit)
         if storage_url.startswith("memory://"):
-            self._key: _Window = _MemoryWindow(per_key)
-            self._address: _Window = _MemoryWindow(per_address)
+            self._key: _Window = _MemoryWindow(per_key, clock)
+            self._address: _Window = _MemoryWindow(per_address, clock)
         elif storage_url.startswith(_REDIS_SCHEMES):
             try:
                 import redis  # the `redis` extra
@@ -82,14 +89,15 @@ class _Window(Protocol):
 class _MemoryWindow:
     """A moving window of hit times per caller, in this process."""
 
-    def __init__(self, item: RateLimitItem) -> None:
+    def __init__(self, item: RateLimitItem, clock: Callable[[], float]) -> None:
         self._limit, self._span = item.amount, float(item.get_expiry())
+        self._clock = clock
         self._hits: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
         self._calls = 0
 
     def hit(self, who: str) -> Quota:
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             hits = self._hits.setdefault(who, deque())
             while hits and hits[0] <= now - self._span:

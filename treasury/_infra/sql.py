@@ -107,6 +107,13 @@ def take_expired_leases(
     """Take over up to `limit` rows of `table` matching `where` whose ``lease_until`` has
     passed: their lease moves to `until` and they are returned (`key` and ``org_id``)."""
     return lease_rows(
-        tx, table, key=key, free=f"{where} AND lease_until <= ?", params=(now,),
-        order_by="lease_until", limit=limit, until=until, returning=f"{key}, org_id",
-    )  # fmt: skip
+        tx,
+        table,
+        key=key,
+        free=f"{where} AND lease_until <= ?",
+        params=(now,),
+        order_by="lease_until",
+        limit=limit,
+        until=until,
+        returning=f"{key}, org_id",
+    )

@@ -72,7 +72,12 @@ class Balances(Group):
                 )
         if native is not None:
             items.append(
-                TokenBalance(token=NATIVE, name=ETH.name, symbol=ETH.symbol,
-                             raw=str(native[0]), decimals=ETH.decimals)
-            )  # fmt: skip
+                TokenBalance(
+                    token=NATIVE,
+                    name=ETH.name,
+                    symbol=ETH.symbol,
+                    raw=str(native[0]),
+                    decimals=ETH.decimals,
+                )
+            )
         return ListOf[TokenBalance](data=items)

@@ -6,12 +6,11 @@ exit code 1, as ``{"error": ...}`` under ``--json``. Secrets are printed once, o
 
 from __future__ import annotations
 
-from pathlib import Path
+import pathlib
 
 import click
 
-from . import admin, demo, run, yields
-from ._shared import DEFAULT_CONFIG, State, setup_logging
+from . import _shared, admin, demo, run, yields
 
 __all__ = ["main"]
 
@@ -19,23 +18,30 @@ __all__ = ["main"]
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--config",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=click.Path(exists=True, dir_okay=False, path_type=pathlib.Path),
     envvar="TREASURY_CONFIG",
-    help=f"TOML settings file [default: ./{DEFAULT_CONFIG} if present].",
+    help=f"TOML settings file [default: ./{_shared.DEFAULT_CONFIG} if present].",
 )
 @click.option(
     "--storage", metavar="URL", help="Storage URL; overrides the config and TREASURY_STORAGE."
 )
 @click.version_option(package_name="treasury-api")
 @click.pass_context
-def main(ctx: click.Context, config: Path | None, storage: str | None) -> None:
+def main(ctx: click.Context, config: pathlib.Path | None, storage: str | None) -> None:
     """An embeddable treasury API: set it up, manage API keys, serve /v1, run the worker."""
-    ctx.obj = State(config=config, storage=storage)
-    setup_logging()
+    ctx.obj = _shared.State(config=config, storage=storage)
+    _shared.setup_logging()
 
 
 for _command in (
-    admin.init, admin.orgs, admin.keys, run.serve, run.worker, run.devnet, run.faucet,
-    yields.yield_, demo.demo,
-):  # fmt: skip
+    admin.init,
+    admin.orgs,
+    admin.keys,
+    run.serve,
+    run.worker,
+    run.devnet,
+    run.faucet,
+    yields.yield_,
+    demo.demo,
+):
     main.add_command(_command)

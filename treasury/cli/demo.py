@@ -40,8 +40,13 @@ class StepFailed(Exception):
 
 
 @click.command()
-@click.option("--passes", default=12, show_default=True, type=click.IntRange(1),
-              help="Background passes to wait for a transfer or a delivery at most.")  # fmt: skip
+@click.option(
+    "--passes",
+    default=12,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Background passes to wait for a transfer or a delivery at most.",
+)
 @click.pass_context
 def demo(ctx: click.Context, passes: int) -> None:
     """Run the whole product once, with progress: wallets, faucet, an on-ramp, a deposit
@@ -74,46 +79,91 @@ def _run(settings: Settings, passes: int) -> None:
         step = _Stepper(t, passes)
         click.echo(f"treasury serving on {url} ({settings.storage})")
         wallet = step("a managed wallet", lambda: c.wallets.create(label="Operations"))
-        step("the faucet: 1 ETH and 100 USDC", lambda: [
-            c.test_helpers.faucet(CHAIN, address=wallet.address, token=token, amount=amount)
-            for token, amount in (("ETH", "1"), ("USDC", "100"))
-        ])  # fmt: skip
-        hook = step("a webhook to a local receiver", lambda: c.webhooks.create(
-            url=receiver.url, events=["transaction.confirmed"]))  # fmt: skip
+        step(
+            "the faucet: 1 ETH and 100 USDC",
+            lambda: [
+                c.test_helpers.faucet(CHAIN, address=wallet.address, token=token, amount=amount)
+                for token, amount in (("ETH", "1"), ("USDC", "100"))
+            ],
+        )
+        hook = step(
+            "a webhook to a local receiver",
+            lambda: c.webhooks.create(url=receiver.url, events=["transaction.confirmed"]),
+        )
         receiver.secret = hook.secret
         bank = step("a bank account", lambda: c.bank_accounts.create(BANK_ACCOUNT))
-        onramp = step("an on-ramp of 250 USD to the wallet", lambda: c.transfers.create(
-            amount="250",
-            source={"currency": "usd", "payment_rail": "ach_push",
-                    "external_account_id": bank.provider_external_account_id},
-            destination={"currency": "usdc", "payment_rail": "ethereum",
-                         "to_address": wallet.address}))  # fmt: skip
-        step.until(f"the on-ramp {onramp.id[:8]} completed",
-                   lambda: c.transfers.get(onramp.id).status == "completed")  # fmt: skip
-        deposit = step("a deposit of 100 USDC into c0", lambda: c.transfers.create(
-            amount="100",
-            source={"currency": "usdc", "payment_rail": "ethereum", "from_address": wallet.address},
-            destination={"currency": "c0", "payment_rail": "ethereum",
-                         "to_address": wallet.address}))  # fmt: skip
-        step.until(f"the deposit {deposit.id[:8]} completed",
-                   lambda: c.transfers.get(deposit.id).status == "completed")  # fmt: skip
+        onramp = step(
+            "an on-ramp of 250 USD to the wallet",
+            lambda: c.transfers.create(
+                amount="250",
+                source={
+                    "currency": "usd",
+                    "payment_rail": "ach_push",
+                    "external_account_id": bank.provider_external_account_id,
+                },
+                destination={
+                    "currency": "usdc",
+                    "payment_rail": "ethereum",
+                    "to_address": wallet.address,
+                },
+            ),
+        )
+        step.until(
+            f"the on-ramp {onramp.id[:8]} completed",
+            lambda: c.transfers.get(onramp.id).status == "completed",
+        )
+        deposit = step(
+            "a deposit of 100 USDC into c0",
+            lambda: c.transfers.create(
+                amount="100",
+                source={
+                    "currency": "usdc",
+                    "payment_rail": "ethereum",
+                    "from_address": wallet.address,
+                },
+                destination={
+                    "currency": "c0",
+                    "payment_rail": "ethereum",
+                    "to_address": wallet.address,
+                },
+            ),
+        )
+        step.until(
+            f"the deposit {deposit.id[:8]} completed",
+            lambda: c.transfers.get(deposit.id).status == "completed",
+        )
         estimate = step("the yield estimate", lambda: c.yields.estimate(CHAIN, wallet.address))
         if estimate.earning != str(100 * 10**18):
             raise StepFailed(f"the yield estimate: earning {estimate.earning}, not 100 c0")
         yearly = to_units(estimate.annual_yield, 18)
         click.echo(f"    apy {estimate.rate.apy:.4%}: {yearly} c0 a year on 100 c0")
         step.until("a webhook delivered and its signature verified", lambda: receiver.verified)
-        offramp = step("an off-ramp of 50 USDC to the bank", lambda: c.transfers.create(
-            amount="50",
-            source={"currency": "usdc", "payment_rail": "ethereum", "from_address": wallet.address},
-            destination={"currency": "usd", "payment_rail": "ach",
-                         "external_account_id": bank.provider_external_account_id}))  # fmt: skip
-        step.until(f"the off-ramp {offramp.id[:8]} completed",
-                   lambda: c.transfers.get(offramp.id).status == "completed")  # fmt: skip
+        offramp = step(
+            "an off-ramp of 50 USDC to the bank",
+            lambda: c.transfers.create(
+                amount="50",
+                source={
+                    "currency": "usdc",
+                    "payment_rail": "ethereum",
+                    "from_address": wallet.address,
+                },
+                destination={
+                    "currency": "usd",
+                    "payment_rail": "ach",
+                    "external_account_id": bank.provider_external_account_id,
+                },
+            ),
+        )
+        step.until(
+            f"the off-ramp {offramp.id[:8]} completed",
+            lambda: c.transfers.get(offramp.id).status == "completed",
+        )
         feed = step("the transfers feed", lambda: c.transfers.list())
         for transfer in feed.data:
-            click.echo(f"    {transfer.from_.currency} -> {transfer.to.currency}"
-                       f" {transfer.from_.amount}: {transfer.status}")  # fmt: skip
+            click.echo(
+                f"    {transfer.from_.currency} -> {transfer.to.currency}"
+                f" {transfer.from_.amount}: {transfer.status}"
+            )
         if [x.id for x in feed.data] != [offramp.id, deposit.id, onramp.id]:
             raise StepFailed("the transfers feed does not list the three transfers, newest first")
         c.close()

@@ -110,8 +110,17 @@ def serve(
     except ImportError as error:
         fail(ctx, f"{error}; install the server with: pip install 'treasury-api[http]'")
     if processes > 1:
-        _serve_processes(ctx, host, port, threads, processes, connection_limit, channel_timeout,
-                         trusted_proxy, interval if worker else None)  # fmt: skip
+        _serve_processes(
+            ctx,
+            host,
+            port,
+            threads,
+            processes,
+            connection_limit,
+            channel_timeout,
+            trusted_proxy,
+            interval if worker else None,
+        )
         return
     t = open_treasury(ctx)
     proxy: dict[str, Any] = {}
@@ -137,6 +146,10 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{getattr(server, 'effective_port', port)}/v1"
     emit(ctx, {"url": url}, lambda: [f"Serving the treasury API on {url} (Ctrl+C to stop)"])
+    if worker:
+        log.info("jobs: a pass every %gs in this process", interval)
+    else:
+        log.info("jobs: none in this process (--no-worker): run `treasury worker` beside it")
     jobs = t.run_in_background(interval, _log_pass) if worker else None
     try:
         with stop_on_sigterm(lambda: sys.exit(0)):
@@ -165,24 +178,35 @@ def _serve_processes(
         fail(ctx, f"{error}; install the server with: pip install 'treasury-api[http]'")
     settings = load_settings(ctx)
     if in_process := in_process_chains(settings):
-        fail(ctx, f"chain {in_process[0]} is an in-process devnet (devnet://), which other"
-                  " processes cannot reach: start `treasury devnet` and configure its URL")  # fmt: skip
+        fail(
+            ctx,
+            f"chain {in_process[0]} is an in-process devnet (devnet://), which other"
+            " processes cannot reach: start `treasury devnet` and configure its URL",
+        )
     if scheme_of(settings.rate_limit_storage) == "memory":
-        fail(ctx, "--processes needs rate limits shared between the processes:"
-                  " set rate_limit_storage (TREASURY_RATE_LIMIT_STORAGE) to redis://…")  # fmt: skip
+        fail(
+            ctx,
+            "--processes needs rate limits shared between the processes:"
+            " set rate_limit_storage (TREASURY_RATE_LIMIT_STORAGE) to redis://…",
+        )
     if scheme_of(settings.storage) == "sqlite" and ":memory:" in settings.storage:
         fail(ctx, "--processes needs a database every process opens: not sqlite:///:memory:")
     if scheme_of(settings.fiat) == "sandbox":
-        log.warning("the sandbox fiat provider keeps its state in each process: a fiat"
-                    " transfer is advanced only by the process that made it")  # fmt: skip
+        log.warning(
+            "the sandbox fiat provider keeps its state in each process: a fiat"
+            " transfer is advanced only by the process that made it"
+        )
     Treasury.open(settings=settings).close()  # bad settings fail here, once; schema current
     shown = f"[{host}]" if ":" in host else host
 
     def ready(arbiter: Any) -> None:
         bound = arbiter.LISTENERS[0].sock.getsockname()[1]
         url = f"http://{shown}:{bound}/v1"
-        emit(ctx, {"url": url, "processes": processes},
-             lambda: [f"Serving the treasury API on {url} from {processes} processes"])  # fmt: skip
+        emit(
+            ctx,
+            {"url": url, "processes": processes},
+            lambda: [f"Serving the treasury API on {url} from {processes} processes"],
+        )
 
     Processes(
         settings,

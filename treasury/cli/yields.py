@@ -113,12 +113,20 @@ def _publish_now(ctx: click.Context, t: Treasury, chain_id: int | None) -> None:
         )
     period = t.close_yield_period(chain_id)
     if period is None:
-        emit(ctx, {"published": None}, lambda: [
-            "the current period is closed; no holder earned anything in it, so nothing is"
-            " listed (hold c0 in a wallet of an organization, then try again next period)"
-        ])  # fmt: skip
+        emit(
+            ctx,
+            {"published": None},
+            lambda: [
+                "the current period is closed; no holder earned anything in it, so nothing is"
+                " listed (hold c0 in a wallet of an organization, then try again next period)"
+            ],
+        )
         return
-    emit(ctx, {"published": period.to_json()}, lambda: [
-        f"Period {period.period_id} on chain {period.chain_id} closed at {when(period.ends_at)}"
-        f" and published: {period.count} claims, {c0(period.total)} c0, root {period.root}"
-    ])  # fmt: skip
+    emit(
+        ctx,
+        {"published": period.to_json()},
+        lambda: [
+            f"Period {period.period_id} on chain {period.chain_id} closed at {when(period.ends_at)}"
+            f" and published: {period.count} claims, {c0(period.total)} c0, root {period.root}"
+        ],
+    )

@@ -102,22 +102,40 @@ def _record(
         raw, meta = int.from_bytes(log.data[:32], "big"), metadata[log.contract]
         for org_id in watched[to]:
             recorded = store.insert(
-                tx, chain_id=chain_id, tx_hash=log.transaction_hash, log_index=log.log_index,
-                org_id=org_id, address=to, token=log.contract, raw=raw, sender=sender,
-                block_number=log.block_number, now=now,
-            )  # fmt: skip
+                tx,
+                chain_id=chain_id,
+                tx_hash=log.transaction_hash,
+                log_index=log.log_index,
+                org_id=org_id,
+                address=to,
+                token=log.contract,
+                raw=raw,
+                sender=sender,
+                block_number=log.block_number,
+                now=now,
+            )
             if not recorded:
                 continue
             data = {
-                "chainId": chain_id, "address": to, "token": meta.symbol,
-                "tokenAddress": log.contract, "amount": to_units(raw, meta.decimals),
-                "raw": str(raw), "from": sender, "transactionHash": log.transaction_hash,
-                "logIndex": log.log_index, "blockNumber": log.block_number,
-            }  # fmt: skip
+                "chainId": chain_id,
+                "address": to,
+                "token": meta.symbol,
+                "tokenAddress": log.contract,
+                "amount": to_units(raw, meta.decimals),
+                "raw": str(raw),
+                "from": sender,
+                "transactionHash": log.transaction_hash,
+                "logIndex": log.log_index,
+                "blockNumber": log.block_number,
+            }
             emit(
-                tx, org_id=org_id, event_type="deposit.received", wallet_address=to,
-                data=data, now=now,
-            )  # fmt: skip
+                tx,
+                org_id=org_id,
+                event_type="deposit.received",
+                wallet_address=to,
+                data=data,
+                now=now,
+            )
             made += 1
     return made
 

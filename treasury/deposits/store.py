@@ -104,8 +104,17 @@ def insert(
 ) -> bool:
     """Record a deposit for an organization; False when it was recorded before."""
     values = (
-        chain_id, tx_hash, log_index, org_id, address, token, str(raw), sender, block_number, now,
-    )  # fmt: skip
+        chain_id,
+        tx_hash,
+        log_index,
+        org_id,
+        address,
+        token,
+        str(raw),
+        sender,
+        block_number,
+        now,
+    )
     return bool(
         tx.execute(
             "INSERT INTO deposits (chain_id, hash, log_index, org_id, address, token, raw,"

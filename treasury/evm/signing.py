@@ -30,11 +30,21 @@ _HELD = ("already known", "known transaction", "already imported")
 #: What a node says when it did not take a transaction (geth, anvil, reth, py-evm), or
 #: when nothing reached it: a definite refusal. Anything else may have been sent on.
 _REFUSED = (
-    "unreachable", "refused the request", "nonce too low", "insufficient funds",
-    "underpriced", "intrinsic gas", "fee cap", "max fee per gas", "max priority fee",
-    "exceeds block gas limit", "gas limit reached", "invalid sender", "invalid chain id",
+    "unreachable",
+    "refused the request",
+    "nonce too low",
+    "insufficient funds",
+    "underpriced",
+    "intrinsic gas",
+    "fee cap",
+    "max fee per gas",
+    "max priority fee",
+    "exceeds block gas limit",
+    "gas limit reached",
+    "invalid sender",
+    "invalid chain id",
     "exceeds the configured cap",
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,12 @@ class AccessLog:
             path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
             log.info(
                 "%s %s %s %.1f ms %s",
-                environ.get("REQUEST_METHOD", "-"), _printable(path), status.split(" ", 1)[0],
-                elapsed, request_id,
-            )  # fmt: skip
+                environ.get("REQUEST_METHOD", "-"),
+                _printable(path),
+                status.split(" ", 1)[0],
+                elapsed,
+                request_id,
+            )
             return start_response(status, headers, *args)
 
         return self.app(environ, respond)

@@ -79,9 +79,15 @@ class FakeProvider(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # many clients connect at once
 
-    def __init__(self, *, api_key: str | None = None, payout: Callable[[int, str, str], str] | None = None,
-                 deposit_arrived: Callable[[int, str, str], bool] | None = None,
-                 chains: Mapping[str, int] | None = None, strict_idempotency: bool = True) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        payout: Callable[[int, str, str], str] | None = None,
+        deposit_arrived: Callable[[int, str, str], bool] | None = None,
+        chains: Mapping[str, int] | None = None,
+        strict_idempotency: bool = True,
+    ) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.api_key = api_key or "sk-test-" + secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.server_address[1]}{BASE}"
@@ -104,7 +110,9 @@ class FakeProvider(ThreadingHTTPServer):
     def fail(self, times: int = 1, status: int = 500, **match: str) -> None:
         self._rules.append(_Rule("fail", times, match, status=status))
 
-    def refuse(self, message: str, code: str = "invalid_parameters", times: int = 1, **match: str) -> None:  # fmt: skip
+    def refuse(
+        self, message: str, code: str = "invalid_parameters", times: int = 1, **match: str
+    ) -> None:
         self._rules.append(_Rule("refuse", times, match, status=400, code=code, message=message))
 
     def stall(self, seconds: float, times: int = 1, **match: str) -> None:
@@ -154,7 +162,9 @@ class FakeProvider(ThreadingHTTPServer):
         except ValueError:
             body = ...
         with self._lock:
-            self.requests.append(Received(method, below, headers, None if body is ... else body, port))  # fmt: skip
+            self.requests.append(
+                Received(method, below, headers, None if body is ... else body, port)
+            )
         if headers.get("Api-Key") != self.api_key:
             return 401, {"code": "unauthorized", "message": "Invalid or missing Api-Key"}
         rule = self._take(method, below) or _Rule("none", 0, {})
@@ -204,18 +214,34 @@ class FakeProvider(ThreadingHTTPServer):
 
     def _create_account(self, body: dict[str, Any], customer_id: str) -> dict[str, Any]:
         self._customer(customer_id)
-        _check(body, {
-            "account_type": "us", "currency": "usd", "account_owner_name": _TEXT,
-            "account.account_number": re.compile(r"[0-9]{4,17}"),
-            "account.routing_number": re.compile(r"[0-9]{9}"),
-            "account.checking_or_savings": ("checking", "savings"),
-            "address.street_line_1": _TEXT, "address.city": _TEXT,
-            "address.postal_code": _TEXT, "address.country": re.compile(r"[A-Z]{3}"),
-        })  # fmt: skip
+        _check(
+            body,
+            {
+                "account_type": "us",
+                "currency": "usd",
+                "account_owner_name": _TEXT,
+                "account.account_number": re.compile(r"[0-9]{4,17}"),
+                "account.routing_number": re.compile(r"[0-9]{9}"),
+                "account.checking_or_savings": ("checking", "savings"),
+                "address.street_line_1": _TEXT,
+                "address.city": _TEXT,
+                "address.postal_code": _TEXT,
+                "address.country": re.compile(r"[A-Z]{3}"),
+            },
+        )
         account, last_4 = dict(body["account"]), body["account"]["account_number"][-4:]
-        found = {"id": _id("ea"), "customer_id": customer_id, "active": True, "last_4": last_4,
-                 **{k: body.get(k) for k in ("account_type", "currency", "bank_name", "account_owner_name")},
-                 "account": {k: v for k, v in account.items() if k != "account_number"}, "created_at": _now()}  # fmt: skip
+        found = {
+            "id": _id("ea"),
+            "customer_id": customer_id,
+            "active": True,
+            "last_4": last_4,
+            **{
+                k: body.get(k)
+                for k in ("account_type", "currency", "bank_name", "account_owner_name")
+            },
+            "account": {k: v for k, v in account.items() if k != "account_number"},
+            "created_at": _now(),
+        }
         self.accounts[found["id"]] = found
         return found
 
@@ -225,34 +251,74 @@ class FakeProvider(ThreadingHTTPServer):
         _check(body, {"amount": _DECIMAL, "developer_fee": _DECIMAL})
         amount, fee = Decimal(body["amount"]), Decimal(body["developer_fee"])
         if not 0 <= fee < amount:
-            raise _Refused(400, "invalid_parameters", "The fee must be below the amount", "developer_fee")  # fmt: skip
+            raise _Refused(
+                400, "invalid_parameters", "The fee must be below the amount", "developer_fee"
+            )
         rails = tuple(self.chains)
         source, destination = body.get("source"), body.get("destination")
         if isinstance(source, dict) and source.get("payment_rail") == "ach_push":  # an on-ramp
-            _check(body, {"source.currency": "usd", "destination.payment_rail": rails,
-                          "destination.currency": "usdc", "destination.to_address": _ADDRESS})  # fmt: skip
-            instructions = {"payment_rail": "ach_push", "amount": f"{amount:f}", **_bank("Bridge Ventures Inc"),
-                            "deposit_message": "BVI" + secrets.token_hex(6).upper()}  # fmt: skip
+            _check(
+                body,
+                {
+                    "source.currency": "usd",
+                    "destination.payment_rail": rails,
+                    "destination.currency": "usdc",
+                    "destination.to_address": _ADDRESS,
+                },
+            )
+            instructions = {
+                "payment_rail": "ach_push",
+                "amount": f"{amount:f}",
+                **_bank("Bridge Ventures Inc"),
+                "deposit_message": "BVI" + secrets.token_hex(6).upper(),
+            }
         else:  # an off-ramp
-            _check(body, {"source.payment_rail": rails, "source.currency": "usdc", "source.from_address": _ADDRESS,
-                          "destination.payment_rail": "ach", "destination.currency": "usd",
-                          "destination.external_account_id": _TEXT})  # fmt: skip
+            _check(
+                body,
+                {
+                    "source.payment_rail": rails,
+                    "source.currency": "usdc",
+                    "source.from_address": _ADDRESS,
+                    "destination.payment_rail": "ach",
+                    "destination.currency": "usd",
+                    "destination.external_account_id": _TEXT,
+                },
+            )
             assert isinstance(source, dict) and isinstance(destination, dict)
             account = self.accounts.get(destination["external_account_id"])
             if account is None or account["customer_id"] != customer_id:
-                raise _Refused(400, "not_found", "Unknown external account", "destination.external_account_id")  # fmt: skip
-            instructions = {"payment_rail": source["payment_rail"], "amount": f"{amount:f}", "currency": "usdc",
-                            "from_address": source["from_address"], "to_address": "0x" + secrets.token_hex(20)}  # fmt: skip
+                raise _Refused(
+                    400, "not_found", "Unknown external account", "destination.external_account_id"
+                )
+            instructions = {
+                "payment_rail": source["payment_rail"],
+                "amount": f"{amount:f}",
+                "currency": "usdc",
+                "from_address": source["from_address"],
+                "to_address": "0x" + secrets.token_hex(20),
+            }
         final = f"{amount - fee:f}"
         transfer: dict[str, Any] = {
-            "id": _id("tr"), "client_reference_id": body.get("client_reference_id"),
-            "state": "awaiting_funds", "on_behalf_of": customer_id, "amount": f"{amount:f}",
-            "developer_fee": f"{fee:f}", "source": source, "destination": destination,
+            "id": _id("tr"),
+            "client_reference_id": body.get("client_reference_id"),
+            "state": "awaiting_funds",
+            "on_behalf_of": customer_id,
+            "amount": f"{amount:f}",
+            "developer_fee": f"{fee:f}",
+            "source": source,
+            "destination": destination,
             "source_deposit_instructions": instructions,
-            "receipt": {"initial_amount": f"{amount:f}", "developer_fee": f"{fee:f}", "exchange_fee": "0.0",
-                        "gas_fee": "0.0", "subtotal_amount": final, "final_amount": final},
-            "created_at": _now(), "updated_at": _now(),
-        }  # fmt: skip
+            "receipt": {
+                "initial_amount": f"{amount:f}",
+                "developer_fee": f"{fee:f}",
+                "exchange_fee": "0.0",
+                "gas_fee": "0.0",
+                "subtotal_amount": final,
+                "final_amount": final,
+            },
+            "created_at": _now(),
+            "updated_at": _now(),
+        }
         self.transfers[transfer["id"]] = transfer
         return transfer
 
@@ -273,7 +339,10 @@ class FakeProvider(ThreadingHTTPServer):
     def _step(self, transfer: dict[str, Any]) -> None:
         """Move an open transfer one state forward (an off-ramp only once paid)."""
         state, source, destination = transfer["state"], transfer["source"], transfer["destination"]
-        onramp, deposit = source["payment_rail"] == "ach_push", transfer["source_deposit_instructions"]  # fmt: skip
+        onramp, deposit = (
+            source["payment_rail"] == "ach_push",
+            transfer["source_deposit_instructions"],
+        )
         if state == "awaiting_funds" and not onramp:
             chain_id = self.chains[source["payment_rail"]]
             if not self.deposit_arrived(chain_id, deposit["to_address"], transfer["amount"]):
@@ -291,8 +360,14 @@ class FakeProvider(ThreadingHTTPServer):
     def _create_wallet(self, body: dict[str, Any], customer_id: str) -> dict[str, Any]:
         self._customer(customer_id)
         _check(body, {"chain": tuple(self.chains)})
-        wallet = {"id": _id("bw"), "chain": body["chain"], "address": "0x" + secrets.token_hex(20),
-                  "customer_id": customer_id, "created_at": _now(), "updated_at": _now()}  # fmt: skip
+        wallet = {
+            "id": _id("bw"),
+            "chain": body["chain"],
+            "address": "0x" + secrets.token_hex(20),
+            "customer_id": customer_id,
+            "created_at": _now(),
+            "updated_at": _now(),
+        }
         self.wallets[wallet["id"]] = wallet
         self.balances[wallet["id"]] = Decimal(0)
         return wallet
@@ -301,20 +376,38 @@ class FakeProvider(ThreadingHTTPServer):
         wallet = self.wallets.get(wallet_id)
         if wallet is None or wallet["customer_id"] != customer_id:
             raise _Refused(404, "not_found", "Bridge wallet not found")
-        balance = {"balance": f"{self.balances[wallet_id]:f}", "currency": "usdb",
-                   "chain": wallet["chain"], "contract_address": None}  # fmt: skip
+        balance = {
+            "balance": f"{self.balances[wallet_id]:f}",
+            "currency": "usdb",
+            "chain": wallet["chain"],
+            "contract_address": None,
+        }
         return {**wallet, "balances": [balance]}
 
     def _create_virtual_account(self, body: dict[str, Any], customer_id: str) -> dict[str, Any]:
         customer = self._customer(customer_id)
-        _check(body, {"source.currency": "usd", "destination.currency": ("usdb", "usdc"),
-                      "destination.bridge_wallet_id": _TEXT})  # fmt: skip
+        _check(
+            body,
+            {
+                "source.currency": "usd",
+                "destination.currency": ("usdb", "usdc"),
+                "destination.bridge_wallet_id": _TEXT,
+            },
+        )
         wallet = self.wallets.get(body["destination"]["bridge_wallet_id"])
         if wallet is None or wallet["customer_id"] != customer_id:
             raise _Refused(400, "not_found", "Unknown wallet", "destination.bridge_wallet_id")
-        account = {"id": _id("va"), "status": "activated", "customer_id": customer_id,
-                   "developer_fee_percent": str(body.get("developer_fee_percent") or "0.0"), "destination": body["destination"],
-                   "source_deposit_instructions": {"payment_rails": ["ach_push", "wire"], **_bank(customer["business_legal_name"])}}  # fmt: skip
+        account = {
+            "id": _id("va"),
+            "status": "activated",
+            "customer_id": customer_id,
+            "developer_fee_percent": str(body.get("developer_fee_percent") or "0.0"),
+            "destination": body["destination"],
+            "source_deposit_instructions": {
+                "payment_rails": ["ach_push", "wire"],
+                **_bank(customer["business_legal_name"]),
+            },
+        }
         self.virtual_accounts[account["id"]] = account
         return account
 
@@ -378,7 +471,9 @@ def fake_provider(**options: Any) -> Iterator[FakeProvider]:
 
 def _matches(method: str, path: str, want: Mapping[str, str | None]) -> bool:
     pattern = want.get("path")
-    return want.get("method") in (None, method) and (not pattern or fnmatch.fnmatchcase(path, pattern))  # fmt: skip
+    return want.get("method") in (None, method) and (
+        not pattern or fnmatch.fnmatchcase(path, pattern)
+    )
 
 
 def _check(body: dict[str, Any], rules: dict[str, object]) -> None:
@@ -396,9 +491,15 @@ def _check(body: dict[str, Any], rules: dict[str, object]) -> None:
 
 
 def _bank(beneficiary: object) -> dict[str, Any]:
-    return {"currency": "usd", "bank_name": "Lead Bank", "bank_address": "1801 Main St., Kansas City, MO 64108",
-            "bank_routing_number": ROUTING_NUMBER, "bank_account_number": f"{secrets.randbelow(10**12):012d}",
-            "bank_beneficiary_name": beneficiary, "bank_beneficiary_address": "1 Main St, New York, NY 10001"}  # fmt: skip
+    return {
+        "currency": "usd",
+        "bank_name": "Lead Bank",
+        "bank_address": "1801 Main St., Kansas City, MO 64108",
+        "bank_routing_number": ROUTING_NUMBER,
+        "bank_account_number": f"{secrets.randbelow(10**12):012d}",
+        "bank_beneficiary_name": beneficiary,
+        "bank_beneficiary_address": "1 Main St, New York, NY 10001",
+    }
 
 
 def _id(prefix: str) -> str:

@@ -58,9 +58,11 @@ class Transactions(Group):
         cursors = Cursors(runtime.secrets.derive("cursor:transactions"), "transactions")
         with runtime.storage.read() as tx:
             rows, following = page_of(
-                cursors, org_id, query,
+                cursors,
+                org_id,
+                query,
                 lambda after, n: store.page(tx, org_id, chain_id, query.wallet, after, n),
-            )  # fmt: skip
+            )
         return Page[TrackedTransaction](
             data=[store.shown(row) for row in rows], next_cursor=following
         )

@@ -114,10 +114,14 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
             answer = ask()
             with runtime.storage.transaction() as tx:
                 store.update(
-                    tx, transfer_id, runtime.now_text(), box=runtime.secrets,
+                    tx,
+                    transfer_id,
+                    runtime.now_text(),
+                    box=runtime.secrets,
                     provider_transfer_id=answer.id,
-                    provider_state=answer.state, deposit_address=answer.deposit_address,
-                )  # fmt: skip
+                    provider_state=answer.state,
+                    deposit_address=answer.deposit_address,
+                )
                 row = store.get(tx, transfer_id) or row
         if row["deposit_address"] is None:  # nowhere to send the USDC: it cannot proceed
             raise UpstreamError("the fiat provider gave no deposit address for the off-ramp")
@@ -132,15 +136,24 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
             store.mark_sent(tx, transfer_id)
             if isinstance(outcome, Replaced):  # the job cancels its provider transfer
                 store.move(
-                    tx, transfer_id, "failed", now, box=runtime.secrets, stage="recorded",
+                    tx,
+                    transfer_id,
+                    "failed",
+                    now,
+                    box=runtime.secrets,
+                    stage="recorded",
                     failure=outcome.message,
-                )  # fmt: skip
+                )
             else:
                 track_legs(tx, row, legs, now)
                 store.update(
-                    tx, transfer_id, now, box=runtime.secrets, stage="recorded",
+                    tx,
+                    transfer_id,
+                    now,
+                    box=runtime.secrets,
+                    stage="recorded",
                     transaction_hash=legs[-1].signed.hash,
-                )  # fmt: skip
+                )
         return store.shown(store.get(tx, transfer_id) or row, runtime.secrets)
 
     def abandon(tx: Transaction, transfer_id: str) -> None:
@@ -148,9 +161,14 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
         if row is not None and row["provider_transfer_id"] is not None:  # the provider knows it
             now = runtime.now_text()
             store.move(
-                tx, transfer_id, "failed", now, box=runtime.secrets, stage="recorded",
+                tx,
+                transfer_id,
+                "failed",
+                now,
+                box=runtime.secrets,
+                stage="recorded",
                 failure="not sent",
-            )  # fmt: skip
+            )
             store.forget_unsent(tx, transfer_id)
         else:
             store.remove(tx, transfer_id)
@@ -264,9 +282,13 @@ def _track_payout(
     usdc = runtime.chains.get(chain_id).addresses["USDC"]
     request = RecordTransaction.model_validate(
         {
-            "hash": tx_hash, "type": "deposit", "from": ZERO_ADDRESS, "contract": usdc,
-            "token": usdc, "amount": str(to_raw(final_amount or destination.amount, 6)),
+            "hash": tx_hash,
+            "type": "deposit",
+            "from": ZERO_ADDRESS,
+            "contract": usdc,
+            "token": usdc,
+            "amount": str(to_raw(final_amount or destination.amount, 6)),
             "walletId": wallet["id"],
         }
-    )  # fmt: skip
+    )
     tracked.insert(tx, row["org_id"], chain_id, request, wallet, runtime.now_text())

@@ -32,9 +32,14 @@ def finish_transfers(runtime: Runtime, report: Report) -> None:
         now = runtime.now()
         with runtime.storage.transaction() as tx:
             taken = take_expired_leases(
-                tx, "transfers", "id", "stage = 'claimed'", to_text(now),
-                to_text(now + idempotency.LEASE), 1,
-            )  # fmt: skip
+                tx,
+                "transfers",
+                "id",
+                "stage = 'claimed'",
+                to_text(now),
+                to_text(now + idempotency.LEASE),
+                1,
+            )
             transfer = store.get(tx, taken[0]["id"]) if taken else None
         if not taken:
             return

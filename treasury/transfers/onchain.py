@@ -76,17 +76,19 @@ class Reserve:
         available = max(self.balance - held_raw, 0)
         if available < self.raw:
             raise ValidationError.field(
-                "body", "amount",
+                "body",
+                "amount",
                 f"insufficient balance: available {to_units(available, decimals)} {symbol},"
                 f" requested {to_units(self.raw, decimals)}",
-            )  # fmt: skip
+            )
         gas = max(self.eth - held_wei, 0)
         if gas < self.wei:
             raise ValidationError.field(
-                "body", "source",
+                "body",
+                "source",
                 f"not enough ETH for gas: available {to_units(gas, 18)} ETH,"
                 f" needed {to_units(self.wei, 18)}",
-            )  # fmt: skip
+            )
 
     def columns(self) -> dict[str, str]:
         """The transfer's reservation columns."""
@@ -161,15 +163,26 @@ def sign_legs(runtime: Runtime, chain: Chain, swap: Swap) -> tuple[list[store.Le
     legs = []
     for i, (kind, to, amount, data, gas) in enumerate(planned):
         signed = runtime.signer.sign(
-            chain, custody_ref=swap.custody_ref, nonce=nonce + i, to=to, data=data, gas=gas,
+            chain,
+            custody_ref=swap.custody_ref,
+            nonce=nonce + i,
+            to=to,
+            data=data,
+            gas=gas,
             fees=fees,
-        )  # fmt: skip
+        )
         legs.append(store.Leg(kind, to, swap.token_in, amount, signed))
     wei = gas_price(fees) * sum(gas for *_, gas in planned)
     reserve = Reserve(
-        swap.chain_id, swap.wallet, swap.token_in, swap.raw, wei, held.balance, held.eth,
+        swap.chain_id,
+        swap.wallet,
+        swap.token_in,
+        swap.raw,
+        wei,
+        held.balance,
+        held.eth,
         held.mined,
-    )  # fmt: skip
+    )
     return legs, reserve
 
 
@@ -248,22 +261,37 @@ def steps(runtime: Runtime) -> Upstream[Transfer]:
             store.mark_sent(tx, transfer_id)
             if isinstance(failure, Replaced):
                 store.move(
-                    tx, transfer_id, "failed", now, box=runtime.secrets, stage="recorded",
+                    tx,
+                    transfer_id,
+                    "failed",
+                    now,
+                    box=runtime.secrets,
+                    stage="recorded",
                     failure=failure.message,
-                )  # fmt: skip
+                )
             elif isinstance(failure, Refused):
                 track_legs(tx, row, legs[: failure.position], now)
                 store.move(
-                    tx, transfer_id, "failed", now, box=runtime.secrets, stage="recorded",
+                    tx,
+                    transfer_id,
+                    "failed",
+                    now,
+                    box=runtime.secrets,
+                    stage="recorded",
                     failure=failure.message,
-                )  # fmt: skip
+                )
             else:
                 track_legs(tx, row, legs, now)
                 swap_hash = legs[-1].signed.hash
                 store.move(
-                    tx, transfer_id, "submitted", now, box=runtime.secrets, stage="recorded",
+                    tx,
+                    transfer_id,
+                    "submitted",
+                    now,
+                    box=runtime.secrets,
+                    stage="recorded",
                     transaction_hash=swap_hash,
-                )  # fmt: skip
+                )
             row = store.get(tx, transfer_id)
             assert row is not None
         return store.shown(row, runtime.secrets)
@@ -284,9 +312,13 @@ def track_legs(tx: Transaction, row: dict[str, object], legs: list[store.Leg], n
             continue
         request = RecordTransaction.model_validate(
             {
-                "hash": leg.signed.hash, "type": leg.kind, "from": address,
-                "contract": leg.contract, "token": leg.token, "amount": str(leg.amount),
+                "hash": leg.signed.hash,
+                "type": leg.kind,
+                "from": address,
+                "contract": leg.contract,
+                "token": leg.token,
+                "amount": str(leg.amount),
                 "walletId": wallet["id"],
             }
-        )  # fmt: skip
+        )
         tracked.insert(tx, org_id, chain_id, request, wallet, now)

@@ -66,16 +66,24 @@ class Transfers(Group):
         steps = STEPS[pairing](runtime)
         if pairing == "onramp":
             return self._in_two_phases(
-                "create", idempotency_key, request, lambda: self._onramp(request, chain_id),
-                steps, Transfer,
-            )  # fmt: skip
+                "create",
+                idempotency_key,
+                request,
+                lambda: self._onramp(request, chain_id),
+                steps,
+                Transfer,
+            )
         checks = self._offramp if pairing == "offramp" else self._swap
 
         def create() -> Transfer:
             return self._in_two_phases(
-                "create", idempotency_key, request, lambda: checks(request, pairing, chain_id),
-                steps, Transfer,
-            )  # fmt: skip
+                "create",
+                idempotency_key,
+                request,
+                lambda: checks(request, pairing, chain_id),
+                steps,
+                Transfer,
+            )
 
         with runtime.signer.holding(chain_id, str(request.source.from_address)):
             if pairing == "offramp":  # signs its send after its claim, apart there
@@ -238,15 +246,24 @@ def claim(
         store.insert(
             tx,
             {
-                "id": transfer_id, "org_id": org_id, "pairing": pairing, "status": "pending",
-                "stage": "claimed", "amount": amount, "developer_fee": developer_fee,
-                "client_reference_id": client_reference_id, "chain_id": chain_id,
-                "wallet_address": wallet, "bank_account_id": bank_account_id,
-                "lease_until": to_text(now + LEASE), "created_at": to_text(now),
-                "updated_at": to_text(now), **sides,
+                "id": transfer_id,
+                "org_id": org_id,
+                "pairing": pairing,
+                "status": "pending",
+                "stage": "claimed",
+                "amount": amount,
+                "developer_fee": developer_fee,
+                "client_reference_id": client_reference_id,
+                "chain_id": chain_id,
+                "wallet_address": wallet,
+                "bank_account_id": bank_account_id,
+                "lease_until": to_text(now + LEASE),
+                "created_at": to_text(now),
+                "updated_at": to_text(now),
+                **sides,
                 **(reserve.columns() if reserve is not None else {}),
             },
-        )  # fmt: skip
+        )
         if legs:
             assert wallet is not None
             store.add_legs(tx, transfer_id, chain_id, wallet, legs)

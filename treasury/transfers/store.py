@@ -37,10 +37,18 @@ COLUMNS = (
 INSTRUCTIONS = "deposit-instructions"
 _UPDATABLE = frozenset(
     {
-        "stage", "destination", "transaction_hash", "provider_transfer_id", "provider_state",
-        "deposit_instructions", "deposit_address", "failure", "lease_until", "ambiguous",
+        "stage",
+        "destination",
+        "transaction_hash",
+        "provider_transfer_id",
+        "provider_state",
+        "deposit_instructions",
+        "deposit_address",
+        "failure",
+        "lease_until",
+        "ambiguous",
     }
-)  # fmt: skip
+)
 
 #: The state table: the statuses a transfer may move to, from each status.
 NEXT: dict[str, frozenset[str]] = {
@@ -298,10 +306,19 @@ def add_legs(
             " chain_id, sender, nonce, hash, raw, sent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"
             " ON CONFLICT (transfer_id, position) DO NOTHING",
             (
-                transfer_id, position, leg.kind, leg.contract, leg.token, str(leg.amount),
-                chain_id, sender, signed.nonce, signed.hash, signed.raw,
+                transfer_id,
+                position,
+                leg.kind,
+                leg.contract,
+                leg.token,
+                str(leg.amount),
+                chain_id,
+                sender,
+                signed.nonce,
+                signed.hash,
+                signed.raw,
             ),
-        )  # fmt: skip
+        )
 
 
 def legs(tx: Transaction, transfer_id: str) -> list[Leg]:

@@ -52,12 +52,18 @@ class VirtualAccountGroup(Group):
                 " label, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (org_id) DO NOTHING",
                 (
-                    scope.org_id, scope.user_id, account.id, account.customer_id,
-                    account.wallet_id, account.developer_fee_percent,
+                    scope.org_id,
+                    scope.user_id,
+                    account.id,
+                    account.customer_id,
+                    account.wallet_id,
+                    account.developer_fee_percent,
                     scope.runtime.secrets.seal(DEPOSIT, json.dumps(asdict(account.deposit))),
-                    LABEL, now, now,
+                    LABEL,
+                    now,
+                    now,
                 ),
-            )  # fmt: skip
+            )
 
     def _fresh_balance(self, row: Row) -> Row:
         """The row with a USDB balance read from the provider at most `BALANCE_TTL` ago

@@ -60,16 +60,20 @@ def sweep_virtual_wallets(runtime: Runtime, report: Report) -> None:
                 continue
             where = f"virtual wallet {row['address']}"
             if eth == 0:
-                report.condition(where, f"{where} has no ETH for gas: not swept",
-                                 count="virtual_wallets_without_gas")  # fmt: skip
+                report.condition(
+                    where,
+                    f"{where} has no ETH for gas: not swept",
+                    count="virtual_wallets_without_gas",
+                )
                 continue
             symbol, raw = due[0]  # one sweep per wallet at a time
             with report.part(where):
                 try:
                     started = _sweep(runtime, chain_id, row, symbol, tokens[symbol], raw)
                 except ValidationError as short:  # not enough ETH for the legs' gas
-                    report.condition(where, f"{where} not swept: {short}",
-                                     count="virtual_wallets_without_gas")  # fmt: skip
+                    report.condition(
+                        where, f"{where} not swept: {short}", count="virtual_wallets_without_gas"
+                    )
                     continue
                 if started:
                     report.add(sweeps_started=1)

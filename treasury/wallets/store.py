@@ -44,9 +44,13 @@ def insert(
 ) -> Row:
     """A new current wallet; 409 if the organization already has that address."""
     values = {
-        "address": address, "label": label, "type": kind, "custody_ref": custody_ref,
-        "created_at": now, "updated_at": now,
-    }  # fmt: skip
+        "address": address,
+        "label": label,
+        "type": kind,
+        "custody_ref": custody_ref,
+        "created_at": now,
+        "updated_at": now,
+    }
     try:
         row = insert_numbered(tx, "wallets", org_id, values, COLUMNS)
     except DuplicateKey:

@@ -96,9 +96,16 @@ def claim_due(tx: Transaction, due: str, now: str, until: str, limit: int) -> li
         "status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)"
     )
     taken = lease_rows(
-        tx, "webhook_deliveries", key="id", free=free, params=(due, now),
-        order_by="next_attempt_at", limit=limit, until=until, returning="id",
-    )  # fmt: skip
+        tx,
+        "webhook_deliveries",
+        key="id",
+        free=free,
+        params=(due, now),
+        order_by="next_attempt_at",
+        limit=limit,
+        until=until,
+        returning="id",
+    )
     return sending(tx, [row["id"] for row in taken])
 
 
@@ -152,10 +159,16 @@ def record(
             " last_status_code = ?, last_error = ?, lease_until = NULL, updated_at = ?"
             " WHERE id = ? AND attempts = ?",
             (
-                status, number, following, attempt.status_code, attempt.error, at,
-                attempt.delivery_id, attempt.attempts_before,
+                status,
+                number,
+                following,
+                attempt.status_code,
+                attempt.error,
+                at,
+                attempt.delivery_id,
+                attempt.attempts_before,
             ),
-        )  # fmt: skip
+        )
         counts[
             {"delivered": "webhooks_delivered", "pending": "webhooks_retried"}.get(
                 status, "webhooks_failed"
@@ -226,10 +239,12 @@ def record_resend(tx: Transaction, attempt: Attempt, now: datetime) -> None:
     if attempt.status_code == 410:
         disable(tx, attempt.webhook_id, at)
     ended = (
-        ", status = 'delivered', next_attempt_at = NULL" if attempt.delivered
-        else ", status = 'failed', next_attempt_at = NULL" if attempt.status_code == 410
+        ", status = 'delivered', next_attempt_at = NULL"
+        if attempt.delivered
+        else ", status = 'failed', next_attempt_at = NULL"
+        if attempt.status_code == 410
         else ""
-    )  # fmt: skip
+    )
     tx.execute(
         "UPDATE webhook_deliveries SET last_status_code = ?, last_error = ?,"
         f" lease_until = NULL, updated_at = ?{ended} WHERE id = ?",

@@ -43,9 +43,11 @@ def emit(
     text = json.dumps(payload)
     if box is not None:
         text = box.seal(SEALED, text)
-    wallets = [] if wallet_address is None else (
-        [wallet_address] if isinstance(wallet_address, str) else list(wallet_address)
-    )  # fmt: skip
+    wallets = (
+        []
+        if wallet_address is None
+        else ([wallet_address] if isinstance(wallet_address, str) else list(wallet_address))
+    )
     row = tx.one(
         "INSERT INTO events (org_id, type, wallet_address, payload, created_at)"
         " VALUES (?, ?, ?, ?, ?) RETURNING id",
@@ -54,8 +56,13 @@ def emit(
     assert row is not None
     event_id = int(row["id"])
     fan_out(
-        tx, org_id=org_id, event_id=event_id, event_type=event_type, wallets=wallets, now=now,
-    )  # fmt: skip
+        tx,
+        org_id=org_id,
+        event_id=event_id,
+        event_type=event_type,
+        wallets=wallets,
+        now=now,
+    )
     return event_id
 
 

@@ -22,10 +22,13 @@ def insert(
     now: str,
 ) -> Row:
     values = {
-        "url": url, "events": json.dumps(events),
+        "url": url,
+        "events": json.dumps(events),
         "wallets": None if wallets is None else json.dumps(wallets),
-        "secret": sealed_secret, "active": 1, "created_at": now,
-    }  # fmt: skip
+        "secret": sealed_secret,
+        "active": 1,
+        "created_at": now,
+    }
     row = insert_numbered(tx, "webhooks", org_id, values, COLUMNS)
     assert row is not None
     return _decoded(row)

@@ -107,9 +107,15 @@ def freeze(
         tx.execute(
             "INSERT INTO yield_leaves (chain_id, account, period_id, leaf_index, amount, proof)"
             " VALUES (?, ?, ?, ?, ?, ?)",
-            (chain_id, leaf["account"], period_id, leaf["index"], leaf["amount"],
-             json.dumps(leaf["proof"])),
-        )  # fmt: skip
+            (
+                chain_id,
+                leaf["account"],
+                period_id,
+                leaf["index"],
+                leaf["amount"],
+                json.dumps(leaf["proof"]),
+            ),
+        )
     return True
 
 

@@ -1,5 +1,11 @@
 from .base import ADDRESS_KEYS, OPTIONAL_ADDRESS_KEYS, Chain, ChainConfig, Log, Receipt, Reverted
 
 __all__ = [
-    "ADDRESS_KEYS", "OPTIONAL_ADDRESS_KEYS", "Chain", "ChainConfig", "Log", "Receipt", "Reverted"
-]  # fmt: skip
+    "ADDRESS_KEYS",
+    "OPTIONAL_ADDRESS_KEYS",
+    "Chain",
+    "ChainConfig",
+    "Log",
+    "Receipt",
+    "Reverted",
+]

@@ -82,9 +82,14 @@ def deploy_contracts(w3: Any, sender: Any) -> dict[str, str]:
 def contract_addresses(deployer: str, nonce: int) -> dict[str, str]:
     """Where `deploy_contracts` puts our contracts when `deployer` starts at `nonce`."""
     names = [
-        "USDC", "USDT", "c0", "swap_facility", "earner_rate_source", "multicall",
+        "USDC",
+        "USDT",
+        "c0",
+        "swap_facility",
+        "earner_rate_source",
+        "multicall",
         "yield_distributor",
-    ]  # fmt: skip
+    ]
     return {name: contract_address(deployer, nonce + i) for i, name in enumerate(names)}
 
 

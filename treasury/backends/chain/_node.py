@@ -71,8 +71,13 @@ class Node:
         )
         for address in self.accounts:
             self.evm.set_balance(address, GENESIS_BALANCE)
-        genesis = Block(0, "0x" + keccak(text=f"genesis {chain_id}").hex(), "0x" + "00" * 32,
-                         _GENESIS_TIME, INITIAL_BASE_FEE)  # fmt: skip
+        genesis = Block(
+            0,
+            "0x" + keccak(text=f"genesis {chain_id}").hex(),
+            "0x" + "00" * 32,
+            _GENESIS_TIME,
+            INITIAL_BASE_FEE,
+        )
         self.blocks = [genesis]
         self.txs: dict[str, Block] = {}
         self._set_env(genesis)
@@ -154,13 +159,21 @@ class Node:
         )
         block.gas_used = gas_used
         block.receipt = {
-            "transactionHash": tx.hash, "transactionIndex": "0x0", "blockHash": block.hash,
-            "blockNumber": hex(number), "from": tx.sender, "to": tx.to,
-            "cumulativeGasUsed": hex(gas_used), "gasUsed": hex(gas_used),
-            "effectiveGasPrice": hex(price), "contractAddress": created,
+            "transactionHash": tx.hash,
+            "transactionIndex": "0x0",
+            "blockHash": block.hash,
+            "blockNumber": hex(number),
+            "from": tx.sender,
+            "to": tx.to,
+            "cumulativeGasUsed": hex(gas_used),
+            "gasUsed": hex(gas_used),
+            "effectiveGasPrice": hex(price),
+            "contractAddress": created,
             "logs": [log_answer(log, i, block) for i, log in enumerate(logs)],
-            "logsBloom": EMPTY_BLOOM, "status": hex(status), "type": hex(tx.type),
-        }  # fmt: skip
+            "logsBloom": EMPTY_BLOOM,
+            "status": hex(status),
+            "type": hex(tx.type),
+        }
         self.blocks.append(block)
         self.txs[tx.hash] = block
 
@@ -173,9 +186,15 @@ class Node:
 
     def _set_env(self, block: Block) -> None:
         self.evm.set_block_env(
-            BlockEnv(number=block.number, coinbase=ZERO, timestamp=block.timestamp,
-                     basefee=block.base_fee, gas_limit=GAS_LIMIT, prevrandao=bytes(32))
-        )  # fmt: skip
+            BlockEnv(
+                number=block.number,
+                coinbase=ZERO,
+                timestamp=block.timestamp,
+                basefee=block.base_fee,
+                gas_limit=GAS_LIMIT,
+                prevrandao=bytes(32),
+            )
+        )
 
     # -- executing without mining --------------------------------------------------------
 
@@ -283,8 +302,9 @@ class Node:
         if "gasPrice" not in fields:
             fields.setdefault("maxPriorityFeePerGas", TIP)
             fields.setdefault("maxFeePerGas", 2 * self._next_base_fee() + TIP)
-        fields = {k: as_int(v) if k not in ("to", "data", "accessList") else v
-                  for k, v in fields.items()}  # fmt: skip
+        fields = {
+            k: as_int(v) if k not in ("to", "data", "accessList") else v for k, v in fields.items()
+        }
         if fields.get("to"):
             fields["to"] = to_checksum_address(fields["to"])
         fields["chainId"] = self.chain_id

@@ -64,9 +64,21 @@ class Block:
 _LAYOUTS = {
     0: ("nonce", "gasPrice", "gas", "to", "value", "data", "v", "r", "s"),
     1: ("chainId", "nonce", "gasPrice", "gas", "to", "value", "data", "accessList", "v", "r", "s"),
-    2: ("chainId", "nonce", "maxPriorityFeePerGas", "maxFeePerGas", "gas", "to", "value", "data",
-        "accessList", "v", "r", "s"),
-}  # fmt: skip
+    2: (
+        "chainId",
+        "nonce",
+        "maxPriorityFeePerGas",
+        "maxFeePerGas",
+        "gas",
+        "to",
+        "value",
+        "data",
+        "accessList",
+        "v",
+        "r",
+        "s",
+    ),
+}
 
 
 def decode(raw: bytes, sender: str | None = None) -> Tx:
@@ -91,11 +103,19 @@ def decode(raw: bytes, sender: str | None = None) -> Tx:
     max_fee = number.get("maxFeePerGas", number.get("gasPrice", 0))
     to = fields["to"]
     return Tx(
-        hash="0x" + keccak(raw).hex(), raw=raw, sender=sender, type=kind, chain_id=chain_id,
-        nonce=number["nonce"], to="0x" + to.hex() if to else None, value=number["value"],
-        data=bytes(fields["data"]), gas=number["gas"], max_fee=max_fee,
+        hash="0x" + keccak(raw).hex(),
+        raw=raw,
+        sender=sender,
+        type=kind,
+        chain_id=chain_id,
+        nonce=number["nonce"],
+        to="0x" + to.hex() if to else None,
+        value=number["value"],
+        data=bytes(fields["data"]),
+        gas=number["gas"],
+        max_fee=max_fee,
         tip=number.get("maxPriorityFeePerGas", max_fee),
-    )  # fmt: skip
+    )
 
 
 def intrinsic_gas(tx: Tx) -> int:
@@ -108,24 +128,38 @@ def log_answer(log: Any, index: int, block: Block) -> dict[str, Any]:
     assert block.tx is not None
     topics, data = log.data
     return {
-        "address": log.address.lower(), "topics": ["0x" + bytes(t).hex() for t in topics],
-        "data": "0x" + bytes(data).hex(), "blockNumber": hex(block.number),
-        "blockHash": block.hash, "transactionHash": block.tx.hash, "transactionIndex": "0x0",
-        "logIndex": hex(index), "removed": False,
-    }  # fmt: skip
+        "address": log.address.lower(),
+        "topics": ["0x" + bytes(t).hex() for t in topics],
+        "data": "0x" + bytes(data).hex(),
+        "blockNumber": hex(block.number),
+        "blockHash": block.hash,
+        "transactionHash": block.tx.hash,
+        "transactionIndex": "0x0",
+        "logIndex": hex(index),
+        "removed": False,
+    }
 
 
 def transaction_answer(block: Block) -> dict[str, Any]:
     tx = block.tx
     assert tx is not None
     return {
-        "hash": tx.hash, "from": tx.sender, "to": tx.to, "nonce": hex(tx.nonce),
-        "value": hex(tx.value), "input": "0x" + tx.data.hex(), "gas": hex(tx.gas),
-        "gasPrice": hex(tx.price(block.base_fee)), "maxFeePerGas": hex(tx.max_fee),
-        "maxPriorityFeePerGas": hex(tx.tip), "type": hex(tx.type),
+        "hash": tx.hash,
+        "from": tx.sender,
+        "to": tx.to,
+        "nonce": hex(tx.nonce),
+        "value": hex(tx.value),
+        "input": "0x" + tx.data.hex(),
+        "gas": hex(tx.gas),
+        "gasPrice": hex(tx.price(block.base_fee)),
+        "maxFeePerGas": hex(tx.max_fee),
+        "maxPriorityFeePerGas": hex(tx.tip),
+        "type": hex(tx.type),
         "chainId": hex(tx.chain_id) if tx.chain_id is not None else None,
-        "blockHash": block.hash, "blockNumber": hex(block.number), "transactionIndex": "0x0",
-    }  # fmt: skip
+        "blockHash": block.hash,
+        "blockNumber": hex(block.number),
+        "transactionIndex": "0x0",
+    }
 
 
 def block_answer(block: Block, full: bool) -> dict[str, Any]:
@@ -133,15 +167,28 @@ def block_answer(block: Block, full: bool) -> dict[str, Any]:
     if block.tx is not None:
         txs = [transaction_answer(block) if full else block.tx.hash]
     return {
-        "number": hex(block.number), "hash": block.hash, "parentHash": block.parent_hash,
-        "timestamp": hex(block.timestamp), "baseFeePerGas": hex(block.base_fee),
-        "gasLimit": hex(GAS_LIMIT), "gasUsed": hex(block.gas_used), "miner": ZERO,
-        "difficulty": "0x0", "totalDifficulty": "0x0", "extraData": "0x", "size": "0x0",
-        "nonce": "0x0000000000000000", "mixHash": "0x" + "00" * 32, "logsBloom": EMPTY_BLOOM,
-        "sha3Uncles": "0x" + "00" * 32, "stateRoot": "0x" + "00" * 32,
-        "receiptsRoot": "0x" + "00" * 32, "transactionsRoot": "0x" + "00" * 32,
-        "uncles": [], "transactions": txs,
-    }  # fmt: skip
+        "number": hex(block.number),
+        "hash": block.hash,
+        "parentHash": block.parent_hash,
+        "timestamp": hex(block.timestamp),
+        "baseFeePerGas": hex(block.base_fee),
+        "gasLimit": hex(GAS_LIMIT),
+        "gasUsed": hex(block.gas_used),
+        "miner": ZERO,
+        "difficulty": "0x0",
+        "totalDifficulty": "0x0",
+        "extraData": "0x",
+        "size": "0x0",
+        "nonce": "0x0000000000000000",
+        "mixHash": "0x" + "00" * 32,
+        "logsBloom": EMPTY_BLOOM,
+        "sha3Uncles": "0x" + "00" * 32,
+        "stateRoot": "0x" + "00" * 32,
+        "receiptsRoot": "0x" + "00" * 32,
+        "transactionsRoot": "0x" + "00" * 32,
+        "uncles": [],
+        "transactions": txs,
+    }
 
 
 def block_number(tag: Any, head: int) -> int:

@@ -19,8 +19,14 @@ from ...errors import NotFound, UpstreamError
 
 #: Keys of `ChainConfig.addresses` (values: lowercase 0x addresses on that chain).
 ADDRESS_KEYS = (
-    "USDC", "USDT", "c0", "swap_facility", "earner_rate_source", "multicall", "yield_distributor"
-)  # fmt: skip
+    "USDC",
+    "USDT",
+    "c0",
+    "swap_facility",
+    "earner_rate_source",
+    "multicall",
+    "yield_distributor",
+)
 #: Keys a chain may go without: Multicall3 has a canonical address; without a yield
 #: distributor, periods are published but no root is posted on that chain.
 OPTIONAL_ADDRESS_KEYS = ("multicall", "yield_distributor")

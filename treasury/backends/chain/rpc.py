@@ -121,10 +121,11 @@ class RpcChain(Chain):
         self, first: int, last: int, contracts: Sequence[str], topics: Sequence[Topic]
     ) -> list[Log]:
         query = {
-            "fromBlock": hex(first), "toBlock": hex(last),
+            "fromBlock": hex(first),
+            "toBlock": hex(last),
             "address": [c.lower() for c in contracts],
             "topics": [t if t is None or isinstance(t, str) else list(t) for t in topics],
-        }  # fmt: skip
+        }
         return [_log(found) for found in self._request("eth_getLogs", [query])]
 
     def send_raw_transaction(self, raw: bytes) -> str:

@@ -1,4 +1,4 @@
-"""SQLite storage on sqlite-utils: WAL, one connection per thread, durable commits.
+"""SQLite storage on the standard library's sqlite3: WAL, one connection per thread, durable commits.
 
 ``sqlite:///relative.db``, ``sqlite:////absolute/path.db`` or ``sqlite:///:memory:``.
 Write transactions start with ``BEGIN IMMEDIATE`` so writers queue on the database
@@ -26,18 +26,14 @@ from pathlib import Path
 from typing import Self
 from urllib.parse import unquote, urlsplit
 
-import sqlite_utils
-
 from .base import DuplicateKey, Params, Row, ThreadTransactions, Transaction
 
 MEMORY = ":memory:"
 
 
 class _Tx(Transaction):
-    def __init__(self, db: sqlite_utils.Database):
-        # Statements go straight to the connection: sqlite-utils' `query` would wrap each
-        # in a savepoint, and its `execute` only adds a call.
-        self._conn = db.conn
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
 
     def _execute(self, sql: str, params: Params) -> int:
         try:
@@ -82,9 +78,9 @@ class SQLiteStorage(ThreadTransactions):
         self.path = str(path)
         self._busy_timeout = busy_timeout
         self._local = threading.local()
-        self._all: list[sqlite_utils.Database] = []
+        self._all: list[sqlite3.Connection] = []
         self._registry_lock = threading.Lock()
-        self._shared: sqlite_utils.Database | None = None
+        self._shared: sqlite3.Connection | None = None
         self._shared_lock = threading.RLock()
         self._writers = FairLock()
         if self.path == MEMORY:
@@ -107,37 +103,36 @@ class SQLiteStorage(ThreadTransactions):
     def durable(self) -> bool:
         return self.path != MEMORY
 
-    def _connect(self) -> sqlite_utils.Database:
+    def _connect(self) -> sqlite3.Connection:
         if self.path != MEMORY and not os.path.exists(self.path):  # private from the start
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         conn = sqlite3.connect(
             self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
         )
-        db = sqlite_utils.Database(conn)
         if self.path != MEMORY:
             _enable_wal(conn, self._busy_timeout)
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
         with self._registry_lock:
-            self._all.append(db)
-        return db
+            self._all.append(conn)
+        return conn
 
-    def _db(self) -> sqlite_utils.Database:
+    def _db(self) -> sqlite3.Connection:
         if self._shared is not None:
             return self._shared
-        db: sqlite_utils.Database | None = getattr(self._local, "db", None)
-        if db is None:
-            db = self._local.db = self._connect()
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
             # Dropped with the thread's locals when the thread ends: close its connection.
             self._local.owner = owner = _ThreadOwner()
-            weakref.finalize(owner, self._release, db).atexit = False
-        return db
+            weakref.finalize(owner, self._release, conn).atexit = False
+        return conn
 
-    def _release(self, db: sqlite_utils.Database) -> None:
+    def _release(self, conn: sqlite3.Connection) -> None:
         with self._registry_lock:
-            if db in self._all:
-                self._all.remove(db)
-        db.conn.close()
+            if conn in self._all:
+                self._all.remove(conn)
+        conn.close()
 
     @contextmanager
     def _outermost(self, begin: str) -> Iterator[Transaction]:
@@ -149,10 +144,9 @@ class SQLiteStorage(ThreadTransactions):
         if queue is not None:
             queue.acquire()
         try:
-            db = self._db()
-            conn = db.conn  # BEGIN/COMMIT straight on the connection: no wrapper per statement
+            conn = self._db()
             conn.execute(begin)
-            self._local.tx = tx = _Tx(db)
+            self._local.tx = tx = _Tx(conn)
             self._local.depth = 1
             try:
                 yield tx
@@ -176,8 +170,8 @@ class SQLiteStorage(ThreadTransactions):
 
     def close(self) -> None:
         with self._registry_lock:
-            for db in self._all:
-                db.conn.close()
+            for conn in self._all:
+                conn.close()
             self._all.clear()
         self._local = threading.local()
 
