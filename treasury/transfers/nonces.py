@@ -141,7 +141,7 @@ def unconfirmed_swaps(tx: Transaction, chain_id: int, sender: str, token: str, t
     rows = tx.query(
         "SELECT l.amount FROM transfer_legs l JOIN transfers t ON t.id = l.transfer_id"
         " WHERE l.chain_id = ? AND l.sender = ? AND l.token = ? AND l.contract = ?"
-        " AND l.kind <> 'approval' AND t.status NOT IN ('completed', 'failed')",
+        f" AND l.kind <> 'approval' AND t.status IN {OPEN}",
         (chain_id, sender, token, to),
     )
     return sum(int(row["amount"]) for row in rows)

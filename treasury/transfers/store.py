@@ -25,7 +25,7 @@ from ..backends.storage.base import Row, Transaction
 from ..errors import UpstreamError
 from ..evm.signing import Signed
 from ..webhooks.outbox import emit
-from .models import DepositInstructions, Transfer, TransferSide
+from .models import ONCHAIN, DepositInstructions, Transfer, TransferSide
 
 COLUMNS = (
     "id, org_id, pairing, status, stage, amount, developer_fee, client_reference_id,"
@@ -61,6 +61,8 @@ NEXT: dict[str, frozenset[str]] = {
 
 #: The statuses of a transfer that has not ended (those it may still move from), as SQL.
 OPEN = "(" + ", ".join(f"'{status}'" for status, after in NEXT.items() if after) + ")"
+#: The on-chain pairings (`models.ONCHAIN`), as SQL.
+ON_CHAIN = "(" + ", ".join(f"'{pairing}'" for pairing in sorted(ONCHAIN)) + ")"
 
 
 def shown(row: Row, box: SecretBox) -> Transfer:
@@ -217,7 +219,7 @@ def _check(fields: dict[str, Any]) -> None:
 def open_fiat(tx: Transaction, limit: int) -> list[Row]:
     """Recorded fiat transfers that have not ended, by provider id."""
     return tx.query(
-        f"SELECT {COLUMNS} FROM transfers WHERE status IN ('pending', 'submitted')"
+        f"SELECT {COLUMNS} FROM transfers WHERE status IN {OPEN}"
         " AND stage = 'recorded' AND provider_transfer_id IS NOT NULL"
         " ORDER BY updated_at LIMIT ?",
         (limit,),
@@ -228,7 +230,7 @@ def open_onchain(tx: Transaction, limit: int) -> list[Row]:
     """Submitted on-chain transfers, awaiting their swap's receipt."""
     return tx.query(
         f"SELECT {COLUMNS} FROM transfers WHERE status = 'submitted'"
-        " AND pairing IN ('deposit', 'withdraw', 'sweep') ORDER BY updated_at LIMIT ?",
+        f" AND pairing IN {ON_CHAIN} ORDER BY updated_at LIMIT ?",
         (limit,),
     )
 
@@ -294,7 +296,7 @@ def add_legs(
     clash = tx.one(
         "SELECT 1 AS taken FROM transfer_legs l JOIN transfers t ON t.id = l.transfer_id"
         " WHERE l.chain_id = ? AND l.sender = ? AND l.nonce BETWEEN ? AND ?"
-        " AND l.transfer_id <> ? AND t.status NOT IN ('completed', 'failed') LIMIT 1",
+        f" AND l.transfer_id <> ? AND t.status IN {OPEN} LIMIT 1",
         (chain_id, sender, min(nonces), max(nonces), transfer_id),
     )
     if clash is not None:

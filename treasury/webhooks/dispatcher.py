@@ -29,12 +29,11 @@ from .._infra.runtime import Runtime
 from ..backends.storage.base import Row
 from . import deliveries, targets
 from .outbox import opened
-from .signing import signed_headers
+from .signing import SECRET_PURPOSE, signed_headers
 
 POOL = 32  # deliveries sent at once
 TIMEOUT = urllib3.Timeout(15.0)
 LEASE = timedelta(seconds=30)  # twice the timeout of the one round a batch takes
-_PURPOSE = "webhook-secret"
 _USER_AGENT = "treasury-webhooks/1"
 
 
@@ -92,7 +91,7 @@ def attempt(runtime: Runtime, client: urllib3.PoolManager, row: Row) -> deliveri
 
 def _send(runtime: Runtime, client: urllib3.PoolManager, row: Row) -> urllib3.BaseHTTPResponse:
     body = opened(runtime.secrets, row["payload"]).encode()
-    secret = runtime.secrets.decrypt(_PURPOSE, bytes(row["secret"]))
+    secret = runtime.secrets.decrypt(SECRET_PURPOSE, bytes(row["secret"]))
     timestamp = int(runtime.now().timestamp())
     target = targets.pin(row["url"], allow_private=runtime.allow_private_webhook_urls)
     headers = {

@@ -22,10 +22,8 @@ from .models import (
     Delivery,
     Webhook,
 )
-from .signing import SECRET_PREFIX
+from .signing import SECRET_PREFIX, SECRET_PURPOSE
 from .targets import check_target
-
-_PURPOSE = "webhook-secret"
 
 
 def new_secret() -> str:
@@ -56,7 +54,7 @@ class Webhooks(Group):
                 url=request.url,
                 events=list(request.events),
                 wallets=request.wallets,
-                sealed_secret=runtime.secrets.encrypt(_PURPOSE, secret),
+                sealed_secret=runtime.secrets.encrypt(SECRET_PURPOSE, secret),
                 now=runtime.now_text(),
             )
             return CreatedWebhook.model_validate(row | {"secret": secret})

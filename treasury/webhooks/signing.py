@@ -15,6 +15,8 @@ import hashlib
 import hmac
 
 SECRET_PREFIX = "whsec_"  # noqa: S105 (a prefix, not a secret)
+#: The purpose under which a webhook's secret is encrypted at rest (and decrypted to sign).
+SECRET_PURPOSE = "webhook-secret"  # noqa: S105 (a name, not a secret)
 
 
 def signed_headers(secret: str, message_id: str, timestamp: int, body: bytes) -> dict[str, str]:
