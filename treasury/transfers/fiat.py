@@ -135,15 +135,7 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
             now, legs = runtime.now_text(), store.legs(tx, transfer_id)
             store.mark_sent(tx, transfer_id)
             if isinstance(outcome, Replaced):  # the job cancels its provider transfer
-                store.move(
-                    tx,
-                    transfer_id,
-                    "failed",
-                    now,
-                    box=runtime.secrets,
-                    stage="recorded",
-                    failure=outcome.message,
-                )
+                store.fail_claim(tx, transfer_id, now, runtime.secrets, outcome.message)
             else:
                 track_legs(tx, row, legs, now)
                 store.update(
@@ -160,15 +152,7 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
         row = store.get(tx, transfer_id)
         if row is not None and row["provider_transfer_id"] is not None:  # the provider knows it
             now = runtime.now_text()
-            store.move(
-                tx,
-                transfer_id,
-                "failed",
-                now,
-                box=runtime.secrets,
-                stage="recorded",
-                failure="not sent",
-            )
+            store.fail_claim(tx, transfer_id, now, runtime.secrets, "not sent")
             store.forget_unsent(tx, transfer_id)
         else:
             store.remove(tx, transfer_id)

@@ -260,26 +260,10 @@ def steps(runtime: Runtime) -> Upstream[Transfer]:
             legs = store.legs(tx, transfer_id)
             store.mark_sent(tx, transfer_id)
             if isinstance(failure, Replaced):
-                store.move(
-                    tx,
-                    transfer_id,
-                    "failed",
-                    now,
-                    box=runtime.secrets,
-                    stage="recorded",
-                    failure=failure.message,
-                )
+                store.fail_claim(tx, transfer_id, now, runtime.secrets, failure.message)
             elif isinstance(failure, Refused):
                 track_legs(tx, row, legs[: failure.position], now)
-                store.move(
-                    tx,
-                    transfer_id,
-                    "failed",
-                    now,
-                    box=runtime.secrets,
-                    stage="recorded",
-                    failure=failure.message,
-                )
+                store.fail_claim(tx, transfer_id, now, runtime.secrets, failure.message)
             else:
                 track_legs(tx, row, legs, now)
                 swap_hash = legs[-1].signed.hash

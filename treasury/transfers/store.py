@@ -190,6 +190,11 @@ def move(
     return moved
 
 
+def fail_claim(tx: Transaction, transfer_id: str, now: str, box: SecretBox, reason: str) -> bool:
+    """Record a claimed transfer as failed, with its `reason` (`failureReason`)."""
+    return move(tx, transfer_id, "failed", now, box=box, stage="recorded", failure=reason)
+
+
 def remove(tx: Transaction, transfer_id: str) -> None:
     """Forget a claimed transfer that never reached anyone (a definite refusal): it was
     never announced, and is 404 from now on."""
