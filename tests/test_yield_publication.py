@@ -34,7 +34,7 @@ TUESDAY = datetime(2026, 11, 17, 9, 30, tzinfo=UTC)
 def owed(balance: int, apy: Decimal, span: timedelta) -> int:
     """The formula of DESIGN §3 for one segment, written out again."""
     with localcontext() as ctx:
-        ctx.prec = 60
+        ctx.prec = 50  # DESIGN §3: 50 significant digits
         years = Decimal(span.total_seconds()) / 86_400 / 365
         return math.floor(balance * ((1 + apy) ** years - 1))
 

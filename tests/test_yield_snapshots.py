@@ -37,12 +37,32 @@ def reference(segments: list[tuple[int, str, timedelta]]) -> int:
     """The formula of DESIGN §3, written out again: segments of (balance, apy, length)."""
     total = 0
     with localcontext() as ctx:
-        ctx.prec = 60
+        ctx.prec = 50  # DESIGN §3: 50 significant digits
         for balance, apy, span in segments:
             days = Decimal(span.total_seconds()) / 86_400 if span.microseconds == 0 else None
             assert days is not None  # the tests use whole seconds
             total += math.floor(balance * ((1 + Decimal(apy)) ** (days / 365) - 1))
     return total
+
+
+@settings(deadline=None)
+@given(
+    apy=st.decimals(min_value="0", max_value="10", places=20),
+    seconds=st.integers(min_value=1, max_value=7 * 86_400),
+    balance=st.integers(min_value=1, max_value=10**30),
+)
+def test_a_segment_computes_at_fifty_digits_as_estimates_do(apy, seconds, balance):
+    """DESIGN §3: periods and estimates alike at 50 significant digits (periods used 60)."""
+    with localcontext() as ctx:
+        ctx.prec = 50
+        growth = (1 + apy) ** (Decimal(seconds * 10**6) / (365 * 86_400 * 10**6)) - 1
+        earned = math.floor(balance * growth)
+    span = timedelta(seconds=seconds)
+    assert periods.growth(apy, span) == growth  # the same digits, not only the same floor
+    start = bounds(period_of(TUESDAY))[0]
+    taken = [Snapshot(start, apy, {"0x" + "a" * 40: balance})]
+    got = amounts(taken, period_of(TUESDAY), until=start + span)
+    assert got == ({"0x" + "a" * 40: earned} if earned else {})
 
 
 def test_a_holders_amount_sums_its_clipped_segments():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from decimal import ROUND_FLOOR, Context, Decimal
+from decimal import ROUND_FLOOR, Decimal
 
 from .._infra.group import Group
 from .._infra.models import Address, ListOf
@@ -14,9 +14,9 @@ from ..evm.abi import BALANCE_OF, DECIMALS, EARNER_RATE, IS_CLAIMED
 from ..evm.multicall import multicall
 from . import store
 from .models import YieldClaim, YieldEstimate, YieldRate
+from .precision import CONTEXT as _CTX
 
 FEE = Decimal("0.1")
-_CTX = Context(prec=50)
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from decimal import ROUND_FLOOR, Context, Decimal
+from decimal import ROUND_FLOOR, Decimal
+
+from .precision import CONTEXT as _CTX
 
 EPOCH = datetime(1970, 1, 5, tzinfo=UTC)  # a Monday
 WEEK = timedelta(days=7)
 _YEAR_MICROSECONDS = 365 * 86_400 * 1_000_000
-_CTX = Context(prec=60)
 
 
 def period_of(moment: datetime) -> int:
@@ -42,7 +43,7 @@ class Snapshot:
 
 
 def growth(apy: Decimal, span: timedelta) -> Decimal:
-    """(1 + apy)^(span / 365 days) - 1, to 60 significant digits."""
+    """(1 + apy)^(span / 365 days) - 1, to `precision.DIGITS` significant digits."""
     exponent = _CTX.divide(Decimal(span // timedelta(microseconds=1)), _YEAR_MICROSECONDS)
     return _CTX.subtract(_CTX.power(_CTX.add(1, apy), exponent), 1)
 
