@@ -210,9 +210,13 @@ class ChainSuite:
     def test_mined_nonce_counts_mined_transactions(
         self, chain: Chain, funded: LocalAccount
     ) -> None:
-        send(chain, funded, Account.create().address, value=1, gas=21_000)
-        mined = chain.mined_nonce(funded.address)  # the suite's chains mine at once
-        assert mined == chain.pending_nonce(funded.address)
+        nonce = chain.pending_nonce(funded.address)
+        sent = send(chain, funded, Account.create().address, value=1, gas=21_000)
+        deadline = time.monotonic() + 30
+        while chain.receipts([sent])[0] is None:  # mined at once, or at the next block
+            assert time.monotonic() < deadline, "the transaction was not mined"
+            time.sleep(0.05)
+        assert chain.mined_nonce(funded.address) == nonce + 1
         assert chain.mined_nonce(Account.create().address) == 0
 
     def test_replayed_transaction_is_refused(self, chain: Chain, funded: LocalAccount) -> None:
