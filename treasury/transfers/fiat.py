@@ -22,13 +22,12 @@ from ..bank_accounts import store as bank_accounts
 from ..errors import UpstreamError
 from ..evm.abi import TRANSFER
 from ..evm.signing import broadcast
-from ..money import to_raw
 from ..transactions import store as tracked
 from ..transactions.models import RecordTransaction
 from ..wallets import store as wallets
 from . import nonces, store
 from .models import DepositInstructions, Transfer, TransferSide
-from .onchain import APPROVE_GAS, Replaced, evidence, track_legs
+from .onchain import APPROVE_GAS, Replaced, evidence, raw_amount, track_legs
 
 #: The provider's transfer states, as our statuses (DESIGN §3).
 STATUS_OF_STATE = {
@@ -170,7 +169,7 @@ def _send_usdc(runtime: Runtime, row: Row) -> Replaced | None:
         with runtime.storage.read() as tx:
             legs = store.legs(tx, row["id"])
             found = wallets.by_address(tx, row["org_id"], wallet)
-            doubted = bool((store.get(tx, row["id"]) or row)["ambiguous"])
+            doubted = bool(row["ambiguous"])  # the row perform read (and updated) just now
         if legs and doubted:
             seen = evidence(chain, wallet, legs[-1])
             if seen is not None:
@@ -183,7 +182,7 @@ def _send_usdc(runtime: Runtime, row: Row) -> Replaced | None:
             def sign_and_store() -> list[store.Leg]:
                 with runtime.storage.read() as tx:
                     floor = nonces.next_free_nonce(tx, chain_id, wallet)
-                usdc, raw = chain.addresses["USDC"], to_raw(row["amount"], 6)
+                usdc, raw = chain.addresses["USDC"], raw_amount(row["amount"], "usdc")
                 signed = runtime.signer.sign(
                     chain,
                     custody_ref=custody_ref,
@@ -271,7 +270,7 @@ def _track_payout(
             "from": ZERO_ADDRESS,
             "contract": usdc,
             "token": usdc,
-            "amount": str(to_raw(final_amount or destination.amount, 6)),
+            "amount": str(raw_amount(final_amount or destination.amount, "usdc")),
             "walletId": wallet["id"],
         }
     )

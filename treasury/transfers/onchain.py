@@ -99,11 +99,15 @@ class Reserve:
         }
 
 
+#: Decimals of the tokens a transfer moves, by their key in the chain's addresses.
+TOKEN_DECIMALS = {"USDC": 6, "USDT": 6, "c0": 18}
+
+
 def units(chain: Chain, token: str) -> tuple[str, int]:
     """A token of the chain's configuration by symbol, and its decimals."""
-    for symbol in ("USDC", "USDT", "c0"):
+    for symbol, decimals in TOKEN_DECIMALS.items():
         if chain.addresses.get(symbol) == token:
-            return symbol, 18 if symbol == "c0" else 6
+            return symbol, decimals
     return token, 0
 
 
@@ -194,8 +198,8 @@ def send_reserve(chain: Chain, wallet: str, token: str, raw: int) -> Reserve:
 
 
 def raw_amount(amount: str, currency: str) -> int:
-    """Raw units of a transfer amount (at most 6 places): USDC 6 decimals, c0 18."""
-    return to_raw(amount, 18 if currency == "c0" else 6)
+    """Raw units of a transfer amount (at most 6 places) in `currency` (usdc, usdt, c0)."""
+    return to_raw(amount, TOKEN_DECIMALS["c0" if currency == "c0" else currency.upper()])
 
 
 @dataclass(frozen=True)
