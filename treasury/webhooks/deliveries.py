@@ -1,4 +1,5 @@
-"""Webhook deliveries: one per (event, matching webhook), written with the event.
+"""Webhook deliveries: one per (event, matching webhook), written with the event (the
+outbox's fan-out, `treasury._records.events`).
 
 A delivery is ``pending`` until an attempt answers 2xx (``delivered``) or the last retry
 fails (``failed``). After a failed attempt the next one waits 5 s, 5 min, 30 min, 2 h,
