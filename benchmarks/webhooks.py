@@ -10,7 +10,7 @@ deliveries, distinct ``webhook-id`` values and bad signatures.
 
 * treasury: one webhook registered (``org.webhooks.create``) at the receiver; N
   ``transaction.confirmed`` events written through the library's outbox
-  (``treasury.webhooks.outbox.emit``: the event row and its delivery, in one transaction,
+  (``treasury._records.events.emit``: the event row and its delivery, in one transaction,
   as the indexer writes them; not timed), then one ``t.run_once()`` is timed: its
   ``deliver_webhooks`` job claims the due deliveries under a lease in batches of
   ``POOL``, sends each batch through a pool of ``POOL`` threads over keep-alive
@@ -64,10 +64,10 @@ import urllib3
 from _common import machine, median, now_text, random_address, table, verdict
 
 from treasury import OrganizationHandle, Treasury
+from treasury._records.events import emit
 from treasury.transactions.models import Transaction
 from treasury.webhooks import dispatcher
 from treasury.webhooks.dispatcher import POOL, TIMEOUT
-from treasury.webhooks.outbox import emit
 
 GOAL_RATE = 1_000.0  # deliveries/s
 GOAL_RATIO = 0.7

@@ -102,7 +102,7 @@ def events(t: object, prefix: str = "") -> list[tuple[str, dict]]:
     payloads opened as the dispatcher opens them."""
     import json
 
-    from treasury.webhooks.outbox import opened
+    from treasury._records.events import opened
 
     runtime = t._runtime  # type: ignore[attr-defined]
     with runtime.storage.read() as tx:

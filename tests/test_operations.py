@@ -13,11 +13,11 @@ import pytest
 from flask import Flask
 
 from treasury import Treasury
+from treasury._records.events import emit
 from treasury.http import create_app, create_blueprint
 from treasury.http._blueprint import flask_rule
 from treasury.operations import OPERATIONS
 from treasury.testing.server import serve
-from treasury.webhooks.outbox import emit
 
 from .conftest import MASTER_KEY, make_tenant
 from .helpers import BANK_ACCOUNT, address, idem, onramp

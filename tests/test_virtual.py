@@ -14,7 +14,7 @@ from treasury.anvil import fund
 from treasury.evm.abi import BALANCE_OF
 from treasury.http import create_app
 from treasury.testing.server import serve
-from treasury.virtual import sweep
+from treasury.transfers import sweep
 
 from .conftest import MASTER_KEY, make_tenant
 from .helpers import is_timestamp

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from treasury import Treasury
+from treasury._records.events import emit
 from treasury.evm.abi import APPROVE, Function
-from treasury.webhooks.outbox import emit
 
 from .conftest import MASTER_KEY, make_tenant
 from .helpers import address

@@ -36,8 +36,8 @@ from .transactions import Transactions
 from .transactions.indexer import index_transactions
 from .transfers import Transfers
 from .transfers.jobs import advance_transfers, finish_transfers, heal_nonce_holes
+from .transfers.sweep import sweep_virtual_wallets
 from .virtual import VirtualAccountGroup, VirtualWalletGroup
-from .virtual.sweep import sweep_virtual_wallets
 from .wallets import Wallets
 from .webhooks import Webhooks
 from .webhooks.dispatcher import deliver_webhooks

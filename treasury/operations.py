@@ -36,6 +36,7 @@ from ._infra.models import (
     RowId,
 )
 from ._infra.validation import field_errors, value_errors
+from ._records.transactions import TxHash
 from .balances import TokenBalance
 from .bank_accounts import BankAccount, BankAccountRow, CreateBankAccount
 from .errors import ValidationError
@@ -43,7 +44,7 @@ from .recipients import CreateRecipient, Recipient, UpdateRecipient
 from .swaps import Prepared, PrepareSwap
 from .test_helpers import Faucet, Funded
 from .transactions import Recorded, RecordTransaction, Transaction
-from .transactions.models import TransactionsQuery, TxHash
+from .transactions.models import TransactionsQuery
 from .transfers import CreateTransfer, Transfer
 from .virtual import VirtualAccount, VirtualWallet
 from .wallets import CreateWallet, TrackedWalletResponse, TrackWallet, UpdateWallet, Wallet

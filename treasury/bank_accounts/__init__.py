@@ -1,6 +1,7 @@
 """Bank accounts: registered with the fiat provider, numbers encrypted at rest."""
 
-from .models import BankAccount, BankAccountRow, BankAccountSummary, CreateBankAccount
+from .._records.bank_accounts import BankAccountSummary
+from .models import BankAccount, BankAccountRow, CreateBankAccount
 from .operations import BankAccounts
 
 __all__ = [

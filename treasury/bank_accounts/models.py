@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 import re
-import uuid
 from typing import Annotated, Literal, Self
 
-from pydantic import (
-    BeforeValidator,
-    Field,
-    StringConstraints,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from .._infra.models import Body, PlainText, Resource, Timestamped
-from ..errors import ValidationError
+from .._infra.models import Body, PlainText, Timestamped
 
 _US_ZIP = re.compile(r"^[0-9]{5}(-[0-9]{4})?$")  # ASCII digits: \d takes any Unicode digit
 Text = Annotated[
@@ -108,36 +100,3 @@ class BankAccountRow(Timestamped):
     currency: str
     account_owner_type: str
     active: bool
-
-
-class BankAccountSummary(Resource):
-    """The display fields a transfer side shows for a bank account."""
-
-    id: str
-    bank_name: str
-    account_owner_name: str
-    account_number_last4: str
-
-
-#: What a transfer's `external_account_id` is, for the 400 that refuses anything else.
-EXTERNAL_ID_HINT = (
-    "must be a bank account's uuid: the `id` that GET /v1/bank-accounts lists, which is the"
-    " creation answer's `providerExternalAccountId` (not its integer `id`)"
-)
-
-
-def _id_text(value: object) -> object:
-    """An integer given as `external_account_id` reaches the uuid check (and its hint)."""
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-
-ExternalAccountId = Annotated[str, BeforeValidator(_id_text), StringConstraints(max_length=64)]
-"""A transfer's `external_account_id`: checked as a uuid by `parse_external_id`."""
-
-
-def parse_external_id(value: object, field: str) -> str:
-    """A bank account's uuid as transfers name it, or a 400 that says which id to give."""
-    try:
-        return str(uuid.UUID(str(value)))
-    except ValueError:
-        raise ValidationError.field("body", field, EXTERNAL_ID_HINT) from None

@@ -23,17 +23,17 @@ from .._infra.models import ListOf
 from .._infra.runtime import Runtime
 from .._infra.sql import take_expired_leases
 from .._infra.validation import parse_input
-from ..admin.customers import provider_customer
+from .._records import bank_accounts
+from .._records.bank_accounts import parse_external_id
+from .._records.customers import provider_customer
 from ..backends.fiat.base import ExternalAccount
 from ..backends.storage.base import Row, Transaction
 from ..errors import NotFound
-from . import store
 from .models import (
     BankAccount,
     BankAccountRow,
     CreateBankAccount,
     PostalAddress,
-    parse_external_id,
 )
 
 _NUMBER = "bank-account-number"
@@ -59,7 +59,7 @@ class BankAccounts(Group):
         def claim(tx: Transaction) -> str:
             external_id = str(uuid.uuid4())
             box, now = scope.runtime.secrets, scope.runtime.now()
-            store.insert_registering(
+            bank_accounts.insert_registering(
                 tx,
                 scope.org_id,
                 external_id,
@@ -95,7 +95,7 @@ class BankAccounts(Group):
     def list(self) -> ListOf[BankAccountRow]:
         """Every bank account of the organization, oldest first; `id` is the uuid."""
         with self._scope.runtime.storage.read() as tx:
-            rows = store.registered(tx, self._scope.org_id)
+            rows = bank_accounts.registered(tx, self._scope.org_id)
         box = self._scope.runtime.secrets
         return ListOf[BankAccountRow](data=[_listed(row, box) for row in rows])
 
@@ -103,7 +103,7 @@ class BankAccounts(Group):
         """One bank account by the uuid transfers use as `external_account_id`."""
         external_id = parse_external_id(external_id, "external_account_id")
         with self._scope.runtime.storage.read() as tx:
-            row = store.by_external_id(tx, self._scope.org_id, external_id)
+            row = bank_accounts.by_external_id(tx, self._scope.org_id, external_id)
         if row is None:
             raise NotFound("Bank account not found")
         return _listed(row, self._scope.runtime.secrets)
@@ -114,7 +114,7 @@ def _registration(runtime: Runtime) -> idempotency.Upstream[BankAccount]:
 
     def perform(external_id: str) -> object:
         with runtime.storage.read() as tx:
-            row = store.registration(tx, external_id)
+            row = bank_accounts.registration(tx, external_id)
         if row is None:  # finished meanwhile by another worker: recording is a no-op
             return None
         account = _external_account(row, runtime.secrets)
@@ -124,12 +124,14 @@ def _registration(runtime: Runtime) -> idempotency.Upstream[BankAccount]:
         )
 
     def record(tx: Transaction, external_id: str, provider_id: object) -> BankAccount:
-        row = store.mark_registered(tx, external_id, str(provider_id), runtime.now_text())
+        row = bank_accounts.mark_registered(tx, external_id, str(provider_id), runtime.now_text())
         if row is None:
             raise NotFound("Bank account not found")
         return _created(row, runtime.secrets)
 
-    return idempotency.Upstream(perform=perform, record=record, abandon=store.remove_registering)
+    return idempotency.Upstream(
+        perform=perform, record=record, abandon=bank_accounts.remove_registering
+    )
 
 
 def finish_registrations(runtime: Runtime, report: Report) -> None:

@@ -16,12 +16,14 @@ from __future__ import annotations
 from .._infra.chains import TokenMetadata
 from .._infra.jobs import Report
 from .._infra.runtime import Runtime
+from .._records import wallets
+from .._records.events import emit
+from .._records.transfers import caused
 from ..backends.chain.base import Chain, Log
 from ..backends.storage.base import Transaction
 from ..evm.abi import DECIMALS, NAME, SYMBOL
 from ..evm.multicall import multicall
 from ..money import to_units
-from ..webhooks.outbox import emit
 from . import store
 
 #: keccak256("Transfer(address,address,uint256)"), the ERC-20 transfer event's topic.
@@ -55,8 +57,8 @@ def scan_chain(runtime: Runtime, chain_id: int) -> dict[str, int]:
     safe = chain.head() - confirmations(runtime, chain)
     with runtime.storage.read() as tx:
         first = store.cursor(tx, chain_id)
-        count = store.watched_count(tx)
-        few = store.watched(tx) if count <= TOPIC_LIMIT else None  # else: per range
+        count = wallets.watched_count(tx)
+        few = wallets.watched(tx) if count <= TOPIC_LIMIT else None  # else: per range
     if first is None:
         with runtime.storage.transaction() as tx:
             store.start(tx, chain_id, max(safe + 1, 0), runtime.now_text())
@@ -76,7 +78,7 @@ def scan_chain(runtime: Runtime, chain_id: int) -> dict[str, int]:
                 return counts  # another worker scanned this range meanwhile
             watched = few
             if watched is None:  # many wallets: only the recipients of these logs
-                watched = store.watched(tx, [_address(log.topics[2]) for log in _transfers(logs)])
+                watched = wallets.watched(tx, [_address(log.topics[2]) for log in _transfers(logs)])
             counts["deposits_received"] += _record(runtime, tx, chain_id, logs, watched, metadata)
             store.advance(tx, chain_id, last + 1, runtime.now_text())
         counts["blocks_scanned"] += last - first + 1
@@ -93,7 +95,7 @@ def _record(
     metadata: dict[str, TokenMetadata],
 ) -> int:
     transfers = _transfers(logs)
-    ours = store.caused(tx, chain_id, [log.transaction_hash for log in transfers])
+    ours = caused(tx, chain_id, [log.transaction_hash for log in transfers])
     now, made = runtime.now_text(), 0
     for log in transfers:
         to, sender = _address(log.topics[2]), _address(log.topics[1])

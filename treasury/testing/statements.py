@@ -34,6 +34,9 @@ import pytest
 
 from treasury import IdempotencyInFlight, OrganizationHandle, Treasury
 from treasury._infra.schema import migrate
+from treasury._records import transactions, wallets
+from treasury._records.events import emit
+from treasury._records.transactions import RecordTransaction
 from treasury.backends.chain.base import Receipt
 from treasury.backends.fiat.base import ExternalAccount, FiatProvider
 from treasury.backends.fiat.sandbox import SandboxFiat
@@ -44,12 +47,9 @@ from treasury.test_helpers.samples import BANK_ACCOUNT
 from treasury.testing._pages import PageTests
 from treasury.testing._storage_base import NOW
 from treasury.testing._support import THREAD_TIMEOUT, run_threads
-from treasury.transactions import store as transactions
 from treasury.transactions.indexer import receipt_json
-from treasury.transactions.models import RecordTransaction
-from treasury.wallets import store as wallets
+from treasury.transactions.models import shown
 from treasury.webhooks.deliveries import claim_due
-from treasury.webhooks.outbox import emit
 
 MASTER_KEY = "0" * 64
 CHAIN_ID = 31337
@@ -208,10 +208,10 @@ class StatementSuite(PageTests):
             row = transactions.by_hash(tx, org.id, CHAIN_ID, tx_hash)
         assert stored == [{"updated_at": won["updated_at"]}]
         assert row is not None
-        shown = transactions.shown(row)  # the winner's receipt, not a later writer's
-        assert shown.status == "confirmed" and shown.receipt is not None
-        assert shown.receipt.block_number == 100 + winners[0]
-        assert shown.wallet_id == wallet.id and shown.amount == "1000000"
+        seen = shown(row)  # the winner's receipt, not a later writer's
+        assert seen.status == "confirmed" and seen.receipt is not None
+        assert seen.receipt.block_number == 100 + winners[0]
+        assert seen.wallet_id == wallet.id and seen.amount == "1000000"
 
     def test_concurrent_claims_take_different_rows(
         self, treasury: Treasury, org: OrganizationHandle

@@ -11,9 +11,10 @@ import json
 
 from .._infra.jobs import Report
 from .._infra.runtime import Runtime
+from .._records import transactions as store
+from .._records.events import emit
 from ..backends.chain.base import Receipt
-from ..webhooks.outbox import emit
-from . import store
+from .models import shown
 
 PAGE = 5_000  # pending transactions read per pass of the loop
 WRITE_BATCH = 500  # status changes per storage transaction
@@ -76,7 +77,7 @@ def _apply(
                     org_id=row["org_id"],
                     event_type=f"transaction.{status}",
                     wallet_address=row["wallet_address"],
-                    data=store.shown(row).to_json(),
+                    data=shown(row).to_json(),
                     now=now,
                 )
                 counts[f"transactions_{status}"] += 1

@@ -2,51 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import json
 
-from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import Field
 
-from .._infra.models import (
-    HASH_PATTERN,
-    Address,
-    Body,
-    PageQuery,
-    Resource,
-    RowId,
-    Timestamped,
-)
-
-TxHash = Annotated[str, StringConstraints(pattern=HASH_PATTERN), Field()]
-
-
-def _uint256(value: str) -> str:
-    if int(value) >= 2**256:
-        raise ValueError("must fit in uint256")
-    return value
-
-
-RawAmount = Annotated[
-    str, StringConstraints(pattern=r"^(0|[1-9][0-9]{0,77})$"), AfterValidator(_uint256)
-]
-TransactionType = Literal["deposit", "withdrawal", "yield", "approval", "other"]
-TransactionStatus = Literal["pending", "confirmed", "failed"]
-
-
-class RecordTransaction(Body):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
-
-    hash: TxHash
-    type: TransactionType
-    from_: Address = Field(alias="from")
-    contract: Address
-    token: Address
-    amount: RawAmount
-    wallet_id: RowId = Field(alias="walletId")
-
-    @field_validator("hash")
-    @classmethod
-    def _lower(cls, value: str) -> str:
-        return value.lower()
+from .._infra.models import Address, PageQuery, Resource, Timestamped
+from .._records.transactions import TransactionStatus, TransactionType
+from ..backends.storage.base import Row
 
 
 class TransactionsQuery(PageQuery):
@@ -87,3 +49,17 @@ class Transaction(Timestamped):
     organization_id: str
     wallet_id: int
     receipt: TransactionReceipt | None = None
+
+
+def shown(row: Row) -> Transaction:
+    """The API's Transaction from a row of `_records.transactions.COLUMNS`."""
+    receipt = row["receipt"]
+    return Transaction.model_validate(
+        row
+        | {
+            "organization_id": row["org_id"],
+            "from": row["sender"],
+            "wallet_id": row["wallet_number"],
+            "receipt": None if receipt is None else json.loads(receipt),
+        }
+    )

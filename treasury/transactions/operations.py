@@ -9,11 +9,12 @@ from .._infra.group import Group
 from .._infra.models import Page
 from .._infra.pagination import Cursors, page_of
 from .._infra.validation import parse_input, parse_value
+from .._records import transactions as store
+from .._records import wallets
+from .._records.transactions import RecordTransaction, TxHash
 from ..backends.storage.base import Transaction
 from ..errors import NotFound
-from ..wallets import store as wallets
-from . import store
-from .models import Recorded, RecordTransaction, TransactionsQuery, TxHash
+from .models import Recorded, TransactionsQuery, shown
 from .models import Transaction as TrackedTransaction
 
 
@@ -63,9 +64,7 @@ class Transactions(Group):
                 query,
                 lambda after, n: store.page(tx, org_id, chain_id, query.wallet, after, n),
             )
-        return Page[TrackedTransaction](
-            data=[store.shown(row) for row in rows], next_cursor=following
-        )
+        return Page[TrackedTransaction](data=[shown(row) for row in rows], next_cursor=following)
 
     def get(self, chain_id: int, tx_hash: str) -> TrackedTransaction:
         """The transaction with its receipt (null until the indexer has seen it mined)."""
@@ -76,4 +75,4 @@ class Transactions(Group):
             row = store.by_hash(tx, self._scope.org_id, chain_id, tx_hash)
         if row is None:
             raise NotFound("Transaction not found")
-        return store.shown(row)
+        return shown(row)

@@ -1,4 +1,5 @@
-"""Transfers: bank ↔ wallet through the fiat provider, USDC ↔ c0 on-chain, in one feed."""
+"""Transfers: bank ↔ wallet through the fiat provider, USDC ↔ c0 on-chain, and the sweeps
+of virtual wallets into c0 (the `sweep` job), in one feed."""
 
 from .models import CreateTransfer, DepositInstructions, Transfer, TransferSide
 from .operations import Transfers

@@ -15,17 +15,15 @@ from decimal import Decimal
 from .._infra.idempotency import Upstream
 from .._infra.models import ZERO_ADDRESS
 from .._infra.runtime import Runtime
-from ..admin import customers
+from .._records import bank_accounts, customers, nonces, wallets
+from .._records import transactions as tracked
+from .._records.transactions import RecordTransaction
 from ..backends.fiat.base import OffRamp, OnRamp, ProviderTransfer
 from ..backends.storage.base import Row, Transaction
-from ..bank_accounts import store as bank_accounts
 from ..errors import UpstreamError
 from ..evm.abi import TRANSFER
 from ..evm.signing import broadcast
-from ..transactions import store as tracked
-from ..transactions.models import RecordTransaction
-from ..wallets import store as wallets
-from . import nonces, store
+from . import store
 from .models import DepositInstructions, Transfer, TransferSide
 from .onchain import APPROVE_GAS, Replaced, evidence, raw_amount, track_legs
 

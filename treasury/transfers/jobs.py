@@ -10,12 +10,13 @@ from .._infra.clock import to_text
 from .._infra.jobs import Report
 from .._infra.runtime import Runtime
 from .._infra.sql import take_expired_leases
+from .._records import nonces, wallets
 from ..backends.chain.base import Chain
 from ..backends.fiat.base import ProviderTransfer
 from ..backends.storage.base import Row
 from ..errors import UpstreamError
 from ..evm.signing import broadcast
-from . import fiat, nonces, onchain, store
+from . import fiat, onchain, store
 from .operations import STEPS
 
 PER_PASS = 1_000  # open transfers read per job per pass
@@ -167,7 +168,7 @@ def _heal(runtime: Runtime, chain_id: int, sender: str, report: Report) -> None:
             return
         with runtime.storage.transaction() as tx:
             seen = nonces.hole_seen(tx, chain_id, sender, mined, now)
-            custody_ref = nonces.custody_ref(tx, sender)
+            custody_ref = wallets.custody_ref(tx, sender)
         if not seen or custody_ref is None:
             report.add(nonce_holes_seen=1)
             return

@@ -13,7 +13,7 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from .._infra.models import Address, Body, DecimalText, PlainText, Resource, Timestamped
-from ..bank_accounts.models import BankAccountSummary, ExternalAccountId
+from .._records.bank_accounts import BankAccountSummary, ExternalAccountId
 from ..money import to_raw
 
 Currency = Literal["usd", "usdc", "usdt", "c0"]

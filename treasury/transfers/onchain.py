@@ -19,6 +19,9 @@ from dataclasses import dataclass
 
 from .._infra.idempotency import Upstream
 from .._infra.runtime import Runtime
+from .._records import nonces, wallets
+from .._records import transactions as tracked
+from .._records.transactions import RecordTransaction
 from ..backends.chain.base import Chain
 from ..backends.storage.base import Transaction
 from ..errors import UpstreamError, ValidationError
@@ -26,10 +29,7 @@ from ..evm.abi import ALLOWANCE, APPROVE, BALANCE_OF, GET_ETH_BALANCE, SWAP
 from ..evm.multicall import multicall
 from ..evm.signing import broadcast
 from ..money import to_raw, to_units
-from ..transactions import store as tracked
-from ..transactions.models import RecordTransaction
-from ..wallets import store as wallets
-from . import nonces, store
+from . import store
 from .models import Transfer
 
 APPROVE_GAS = 100_000

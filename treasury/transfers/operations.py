@@ -19,12 +19,11 @@ from .._infra.models import Page, PageQuery
 from .._infra.pagination import Cursors, page_of
 from .._infra.runtime import Runtime
 from .._infra.validation import parse_input, parse_value
+from .._records import bank_accounts, nonces, wallets
+from .._records.bank_accounts import BankAccountSummary, parse_external_id
 from ..backends.storage.base import Row, Transaction
-from ..bank_accounts import store as bank_accounts
-from ..bank_accounts.models import BankAccountSummary, parse_external_id
 from ..errors import NotFound, ValidationError
-from ..wallets import store as wallets
-from . import fiat, nonces, onchain, store
+from . import fiat, onchain, store
 from .models import (
     CreateTransfer,
     Currency,

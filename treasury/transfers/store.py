@@ -21,10 +21,11 @@ from typing import Any
 
 from .._infra.crypto import SecretBox
 from .._infra.sql import keyset_page
+from .._records.events import emit
+from .._records.nonces import NoncesTaken
+from .._records.transfers import NEXT, OPEN
 from ..backends.storage.base import Row, Transaction
-from ..errors import UpstreamError
 from ..evm.signing import Signed
-from ..webhooks.outbox import emit
 from .models import ONCHAIN, DepositInstructions, Transfer, TransferSide
 
 COLUMNS = (
@@ -50,17 +51,6 @@ _UPDATABLE = frozenset(
     }
 )
 
-#: The state table: the statuses a transfer may move to, from each status.
-NEXT: dict[str, frozenset[str]] = {
-    "pending": frozenset({"submitted", "failed"}),
-    "submitted": frozenset({"completed", "failed"}),
-    "completed": frozenset(),
-    "failed": frozenset(),
-}
-
-
-#: The statuses of a transfer that has not ended (those it may still move from), as SQL.
-OPEN = "(" + ", ".join(f"'{status}'" for status, after in NEXT.items() if after) + ")"
 #: The on-chain pairings (`models.ONCHAIN`), as SQL.
 ON_CHAIN = "(" + ", ".join(f"'{pairing}'" for pairing in sorted(ONCHAIN)) + ")"
 
@@ -272,17 +262,6 @@ class Leg:
     token: str  # the ERC-20 it moves or approves
     amount: int  # raw units
     signed: Signed
-
-
-class NoncesTaken(UpstreamError):
-    """Another process signed with the same nonces of the wallet first: sign again.
-    Nothing was stored or sent; inside a perform step it leaves the claim in flight
-    (`ambiguous`), so the job signs afresh rather than abandoning the transfer."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            "another request signed with this wallet's nonces first; retry", ambiguous=True
-        )
 
 
 def add_legs(

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from .._infra.clock import to_text
 from .._infra.group import Group
-from ..admin.customers import provider_customer
+from .._records.customers import provider_customer
 from ..backends.fiat.base import VirtualAccount as ProviderAccount
 from ..backends.storage.base import Row, Transaction
 from .models import VirtualAccount, VirtualWallet

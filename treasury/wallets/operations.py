@@ -8,10 +8,10 @@ from typing import Any
 from .._infra.group import Group
 from .._infra.models import Address, Deleted, ListOf, ListQuery
 from .._infra.validation import parse_input, parse_value
+from .._records import wallets
+from .._records.nonces import next_free_nonce
 from ..backends.storage.base import Transaction
 from ..errors import NotFound, ValidationError
-from ..transfers.nonces import next_free_nonce
-from . import store
 from .models import (
     CreateWallet,
     TrackedWallet,
@@ -43,9 +43,9 @@ class Wallets(Group):
     def _create(self, tx: Transaction, request: CreateWallet) -> Wallet:
         org_id, runtime = self._scope.org_id, self._scope.runtime
         tx.lock(f"wallets:{org_id}")
-        label = request.label if request.label is not None else store.default_label(tx, org_id)
+        label = request.label if request.label is not None else wallets.default_label(tx, org_id)
         key = runtime.custody.create_key()
-        row = store.insert(
+        row = wallets.insert(
             tx,
             org_id,
             address=key.address,
@@ -67,7 +67,7 @@ class Wallets(Group):
         request = parse_input(TrackWallet, body, fields)
 
         def track(tx: Transaction) -> TrackedWalletResponse:
-            row = store.insert(
+            row = wallets.insert(
                 tx,
                 self._scope.org_id,
                 address=request.address,
@@ -98,13 +98,13 @@ class Wallets(Group):
         exhausted or closed: consume it before using the treasury again in the thread."""
         query = parse_input(ListQuery, query, params, "query")
         with self._scope.runtime.storage.read() as tx:
-            for rows in store.current(tx, self._scope.org_id, query):
+            for rows in wallets.current(tx, self._scope.org_id, query):
                 yield [Wallet.model_validate(row) for row in rows]
 
     def get(self, address: str) -> Wallet:
         """One current wallet of this organization by its address (any case)."""
         with self._scope.runtime.storage.read() as tx:
-            row = store.by_address(tx, self._scope.org_id, _address(address))
+            row = wallets.by_address(tx, self._scope.org_id, _address(address))
         if row is None:
             raise NotFound("Wallet not found")
         return Wallet.model_validate(row)
@@ -116,7 +116,9 @@ class Wallets(Group):
         address, request = _address(address), parse_input(UpdateWallet, body, fields)
         runtime = self._scope.runtime
         with runtime.storage.transaction() as tx:
-            row = store.relabel(tx, self._scope.org_id, address, request.label, runtime.now_text())
+            row = wallets.relabel(
+                tx, self._scope.org_id, address, request.label, runtime.now_text()
+            )
         if row is None:
             raise NotFound("Wallet not found")
         return Wallet.model_validate(row)
@@ -125,7 +127,7 @@ class Wallets(Group):
         """Remove the wallet from the organization; custody keeps its key material."""
         address, runtime = _address(address), self._scope.runtime
         with runtime.storage.transaction() as tx:
-            removed = store.remove(tx, self._scope.org_id, address, runtime.now_text())
+            removed = wallets.remove(tx, self._scope.org_id, address, runtime.now_text())
         if not removed:
             raise NotFound("Wallet not found")
         return Deleted()
@@ -136,7 +138,7 @@ class Wallets(Group):
         """Sign with custody and broadcast from a managed wallet; return the hash."""
         runtime = self._scope.runtime
         with runtime.storage.read() as tx:
-            row = store.by_address(tx, self._scope.org_id, _address(address))
+            row = wallets.by_address(tx, self._scope.org_id, _address(address))
         if row is None:
             raise NotFound("Wallet not found")
         if row["custody_ref"] is None:

@@ -1,5 +1,6 @@
-"""Webhooks: the registry, which targets are allowed, the durable event outbox, and
-delivery (Standard Webhooks signatures, retries, the dispatcher job)."""
+"""Webhooks: the registry, which targets are allowed, and delivery of the events in the
+durable outbox (`treasury._records.events`, where every domain emits them): Standard
+Webhooks signatures, retries, the dispatcher job."""
 
 from .models import CreatedWebhook, CreateWebhook, Delivery, Webhook
 from .operations import Webhooks

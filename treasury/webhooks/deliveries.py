@@ -1,4 +1,5 @@
-"""Webhook deliveries: one per (event, matching webhook), written with the event.
+"""Webhook deliveries: one per (event, matching webhook), written with the event (the
+outbox's fan-out, `treasury._records.events`).
 
 A delivery is ``pending`` until an attempt answers 2xx (``delivered``) or the last retry
 fails (``failed``). After a failed attempt the next one waits 5 s, 5 min, 30 min, 2 h,
@@ -10,9 +11,7 @@ a lease, so two never send one at once and a dead one's claims are taken over.
 
 from __future__ import annotations
 
-import json
 import random
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -48,45 +47,6 @@ class Attempt:
     @property
     def delivered(self) -> bool:
         return self.status_code is not None and 200 <= self.status_code < 300
-
-
-def fan_out(
-    tx: Transaction,
-    *,
-    org_id: str,
-    event_id: int,
-    event_type: str,
-    wallets: Sequence[str],
-    now: str,
-) -> int:
-    """Write the deliveries of a new event: one per active webhook of its organization
-    subscribed to its type whose wallet filter, if any, names one of its `wallets`."""
-    hooks = tx.query(
-        "SELECT id, events, wallets FROM webhooks"
-        " WHERE org_id = ? AND active = 1 AND deleted_at IS NULL",
-        (org_id,),
-    )
-    mine = {wallet.lower() for wallet in wallets}
-    made = 0
-    for hook in hooks:
-        if event_type not in json.loads(hook["events"]):
-            continue
-        if hook["wallets"] is not None and not mine & {
-            w.lower() for w in json.loads(hook["wallets"])
-        }:
-            continue
-        tx.execute(
-            "INSERT INTO webhook_deliveries (org_id, webhook_id, event_id, message_id,"
-            " event_type, status, attempts, next_attempt_at, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)",
-            (org_id, hook["id"], event_id, _message_id(), event_type, now, now, now),
-        )
-        made += 1
-    return made
-
-
-def _message_id() -> str:
-    return "msg_" + secrets.token_hex(16)
 
 
 def claim_due(tx: Transaction, due: str, now: str, until: str, limit: int) -> list[Row]:

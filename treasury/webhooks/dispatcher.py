@@ -26,9 +26,9 @@ from urllib3.exceptions import TimeoutError as Timeout
 from .._infra.clock import to_text
 from .._infra.jobs import Report
 from .._infra.runtime import Runtime
+from .._records.events import opened
 from ..backends.storage.base import Row
 from . import deliveries, targets
-from .outbox import opened
 from .signing import SECRET_PURPOSE, signed_headers
 
 POOL = 32  # deliveries sent at once

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from .._infra.jobs import Report
 from .._infra.runtime import Runtime
+from .._records import wallets
 from ..errors import UpstreamError
 from ..evm.abi import BALANCE_OF, EARNER_RATE
 from ..evm.multicall import multicall
@@ -42,7 +43,7 @@ def take_snapshot(runtime: Runtime, chain_id: int, *, force: bool = False) -> bo
     with runtime.storage.read() as tx:
         if not due(store.snapshot_times(tx, chain_id)[1], now, interval):
             return False
-        holders = store.holders(tx)
+        holders = wallets.every_address(tx)
     (rate,) = multicall(chain, [(source, EARNER_RATE, ())])
     if rate is None:
         raise UpstreamError("the earner rate source did not answer")

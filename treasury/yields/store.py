@@ -13,16 +13,6 @@ from ..backends.storage.base import Row, Transaction
 from .periods import Snapshot
 
 
-def holders(tx: Transaction) -> list[str]:
-    """Every address the service knows: managed, tracked and virtual wallets of every
-    organization, in ascending order."""
-    rows = tx.query(
-        "SELECT address FROM wallets WHERE deleted_at IS NULL"
-        " UNION SELECT address FROM virtual_wallets ORDER BY address"
-    )
-    return [row["address"] for row in rows]
-
-
 def snapshot_times(tx: Transaction, chain_id: int) -> tuple[datetime | None, datetime | None]:
     """When a chain's first and last snapshots were taken; (None, None) before any."""
     row = tx.one(

@@ -1,5 +1,8 @@
 """The sweep job: a virtual wallet's USDC and USDT above the sweep minimum become c0.
 
+A sweep is a transfer (pairing ``sweep``, a row of the transfers table, claimed and
+finished as an API swap is); the virtual wallets are read through `_records.wallets`.
+
 For each virtual wallet on the primary chain (balances read in multicall batches), a
 token whose balance exceeds the minimum is swapped whole into c0 held by the same
 wallet, as a transfer in the feed (``usdc`` or ``usdt`` → ``c0``, both sides the wallet),
@@ -13,13 +16,14 @@ from __future__ import annotations
 from .._infra import idempotency
 from .._infra.jobs import Report
 from .._infra.runtime import Runtime
+from .._records import wallets
 from ..errors import ValidationError
 from ..evm.abi import BALANCE_OF, GET_ETH_BALANCE
 from ..evm.multicall import multicall
 from ..money import to_raw, to_units
-from ..transfers import onchain
-from ..transfers.models import Currency
-from ..transfers.operations import claim, onchain_side
+from . import onchain
+from .models import Currency
+from .operations import claim, onchain_side
 
 WALLETS_PER_CALL = 33  # three sub-calls each: about 100 per multicall
 OPEN_SWEEPS = (
@@ -30,10 +34,8 @@ OPEN_SWEEPS = (
 
 def sweep_virtual_wallets(runtime: Runtime, report: Report) -> None:
     with runtime.storage.read() as tx:
-        rows = tx.query(
-            "SELECT org_id, address, custody_ref FROM virtual_wallets"
-            f" WHERE address NOT IN ({OPEN_SWEEPS}) ORDER BY id"
-        )
+        open_sweeps = {row["wallet_address"] for row in tx.query(OPEN_SWEEPS)}
+        rows = [row for row in wallets.virtual(tx) if row["address"] not in open_sweeps]
     if not rows:
         return
     chain_id = runtime.chains.primary

@@ -1,9 +1,17 @@
-"""The wallets table: one row per wallet, managed or tracked, numbered per organization."""
+"""The wallets table (one row per wallet, managed or tracked, numbered per organization),
+and the look-ups over every wallet the service knows, virtual ones included.
+
+The wallets domain writes and lists them; transfers sign from and track into them, the
+deposit detector watches their addresses, and the yields snapshot reads their balances.
+The virtual wallets table belongs to the virtual domain, which provisions one per
+organization; it is read here (`watched`, `every_address`, `custody_ref`, `virtual`).
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
 
 from .._infra.models import ListQuery
 from .._infra.sql import insert_numbered, order_by
@@ -100,3 +108,70 @@ def remove(tx: Transaction, org_id: str, address: str, now: str) -> bool:
             (now, now, org_id, address),
         )
     )
+
+
+# -- every wallet the service knows, virtual ones included -------------------------------
+
+
+_WATCHED = (
+    "SELECT address, org_id FROM wallets WHERE deleted_at IS NULL{where}"
+    " UNION ALL SELECT address, org_id FROM virtual_wallets{also}"
+)
+
+
+def watched_count(tx: Transaction) -> int:
+    """How many (address, organization) pairs are watched: managed, tracked and virtual
+    wallets."""
+    row = tx.one(f"SELECT COUNT(*) AS n FROM ({_WATCHED.format(where='', also='')}) AS w")
+    return 0 if row is None else int(row["n"])
+
+
+def watched(tx: Transaction, addresses: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """The organizations watching each address: of every managed, tracked and virtual
+    wallet, or of those among `addresses` (looked up by address, 500 at a time)."""
+    if addresses is None:
+        batches: list[Sequence[str] | None] = [None]
+    else:
+        unique = sorted(set(addresses))
+        batches = [unique[i : i + 500] for i in range(0, len(unique), 500)]
+    found: dict[str, list[str]] = defaultdict(list)
+    for batch in batches:
+        params: tuple[str, ...] = ()
+        if batch is None:
+            sql = _WATCHED.format(where="", also="")
+        elif not batch:
+            continue
+        else:
+            marks = ", ".join("?" * len(batch))
+            sql = _WATCHED.format(
+                where=f" AND address IN ({marks})", also=f" WHERE address IN ({marks})"
+            )
+            params = (*batch, *batch)
+        for row in tx.query(sql, params):
+            found[row["address"]].append(row["org_id"])
+    return dict(found)
+
+
+def every_address(tx: Transaction) -> list[str]:
+    """Every address the service knows: managed, tracked and virtual wallets of every
+    organization, in ascending order."""
+    rows = tx.query(
+        "SELECT address FROM wallets WHERE deleted_at IS NULL"
+        " UNION SELECT address FROM virtual_wallets ORDER BY address"
+    )
+    return [row["address"] for row in rows]
+
+
+def custody_ref(tx: Transaction, address: str) -> str | None:
+    """The custody key of a managed or virtual wallet, by its address."""
+    row = tx.one(
+        "SELECT custody_ref FROM wallets WHERE address = ? AND custody_ref IS NOT NULL"
+        " UNION SELECT custody_ref FROM virtual_wallets WHERE address = ? LIMIT 1",
+        (address, address),
+    )
+    return None if row is None else str(row["custody_ref"])
+
+
+def virtual(tx: Transaction) -> list[Row]:
+    """Every organization's virtual wallet (`org_id`, `address`, `custody_ref`), oldest first."""
+    return tx.query("SELECT org_id, address, custody_ref FROM virtual_wallets ORDER BY id")

@@ -1,6 +1,7 @@
 """A wallet's nonces and holds across its unfinished transfers: the next nonce free to
 sign with, what its transfers reserve of its balance, the legs waiting at or above its
-mined nonce, and the holes that would keep them waiting."""
+mined nonce, and the holes that would keep them waiting. Transfers store and send the
+legs; a wallet's own `send_transaction` signs above them (`next_free_nonce`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from ..backends.storage.base import Row, Transaction
+from ..errors import UpstreamError
 from ..evm.signing import Signed
-from .store import OPEN, NoncesTaken
+from .transfers import OPEN
 
 T = TypeVar("T")
 #: Signings of one transfer's legs when another process takes the same nonces first,
@@ -32,6 +34,17 @@ def apart(sign_and_store: Callable[[], T]) -> T:
         except NoncesTaken:
             time.sleep(random.uniform(0, CLASH_PAUSE * attempt))  # noqa: S311 (jitter)
     return sign_and_store()
+
+
+class NoncesTaken(UpstreamError):
+    """Another process signed with the same nonces of the wallet first: sign again.
+    Nothing was stored or sent; inside a perform step it leaves the claim in flight
+    (`ambiguous`), so the job signs afresh rather than abandoning the transfer."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "another request signed with this wallet's nonces first; retry", ambiguous=True
+        )
 
 
 def next_free_nonce(tx: Transaction, chain_id: int, sender: str) -> int:
@@ -145,13 +158,3 @@ def unconfirmed_swaps(tx: Transaction, chain_id: int, sender: str, token: str, t
         (chain_id, sender, token, to),
     )
     return sum(int(row["amount"]) for row in rows)
-
-
-def custody_ref(tx: Transaction, address: str) -> str | None:
-    """The custody key of a managed or virtual wallet, by its address."""
-    row = tx.one(
-        "SELECT custody_ref FROM wallets WHERE address = ? AND custody_ref IS NOT NULL"
-        " UNION SELECT custody_ref FROM virtual_wallets WHERE address = ? LIMIT 1",
-        (address, address),
-    )
-    return None if row is None else str(row["custody_ref"])

@@ -1,34 +1,58 @@
-"""The transactions table: tracked transactions, pending until the indexer resolves them."""
+"""The transactions table: tracked transactions, pending until the indexer resolves them.
+
+The transactions domain records and lists them; a transfer records its own legs and an
+on-ramp's payout into a wallet of the organization (`RecordTransaction`, the request both
+write).
+"""
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, field_validator
+
+from .._infra.models import HASH_PATTERN, Address, Body, RowId
 from .._infra.sql import keyset_page
 from ..backends.storage.base import DuplicateKey, Row, Transaction
 from ..errors import Conflict
-from .models import RecordTransaction
-from .models import Transaction as TrackedTransaction
+
+TxHash = Annotated[str, StringConstraints(pattern=HASH_PATTERN), Field()]
+
+
+def _uint256(value: str) -> str:
+    if int(value) >= 2**256:
+        raise ValueError("must fit in uint256")
+    return value
+
+
+RawAmount = Annotated[
+    str, StringConstraints(pattern=r"^(0|[1-9][0-9]{0,77})$"), AfterValidator(_uint256)
+]
+TransactionType = Literal["deposit", "withdrawal", "yield", "approval", "other"]
+TransactionStatus = Literal["pending", "confirmed", "failed"]
+
+
+class RecordTransaction(Body):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
+
+    hash: TxHash
+    type: TransactionType
+    from_: Address = Field(alias="from")
+    contract: Address
+    token: Address
+    amount: RawAmount
+    wallet_id: RowId = Field(alias="walletId")
+
+    @field_validator("hash")
+    @classmethod
+    def _lower(cls, value: str) -> str:
+        return value.lower()
+
 
 COLUMNS = (
     "org_id, chain_id, hash, type, sender, contract, token, amount, wallet_number, status,"
     " receipt, created_at, updated_at"
 )
-
-
-def shown(row: Row) -> TrackedTransaction:
-    """The API's Transaction from a row of `COLUMNS`."""
-    receipt = row["receipt"]
-    return TrackedTransaction.model_validate(
-        row
-        | {
-            "organization_id": row["org_id"],
-            "from": row["sender"],
-            "wallet_id": row["wallet_number"],
-            "receipt": None if receipt is None else json.loads(receipt),
-        }
-    )
 
 
 def insert(

@@ -1,11 +1,22 @@
-"""The bank_accounts table. A row is written ``registering`` before the provider hears
-of the account (write-ahead), and becomes ``registered`` once the provider answered;
-only registered rows are ever shown."""
+"""The bank_accounts table, and how a transfer names and shows a bank account.
+
+A row is written ``registering`` before the provider hears of the account (write-ahead),
+and becomes ``registered`` once the provider answered; only registered rows are ever
+shown. The bank_accounts domain registers and lists them; a transfer names one by its
+uuid (`parse_external_id`) and shows it as a `BankAccountSummary`.
+"""
 
 from __future__ import annotations
 
+import uuid
+from typing import Annotated
+
+from pydantic import BeforeValidator, StringConstraints
+
+from .._infra.models import Resource
 from .._infra.sql import insert_numbered
 from ..backends.storage.base import Row, Transaction
+from ..errors import ValidationError
 
 COLUMNS = (
     "number, external_id, org_id, user_id, bank_name, business_name, account_owner_name,"
@@ -71,3 +82,36 @@ def provider_account(tx: Transaction, org_id: str, external_id: str) -> Row | No
         f" provider_account_id FROM bank_accounts WHERE {_REGISTERED} AND external_id = ?",
         (org_id, external_id),
     )
+
+
+class BankAccountSummary(Resource):
+    """The display fields a transfer side shows for a bank account."""
+
+    id: str
+    bank_name: str
+    account_owner_name: str
+    account_number_last4: str
+
+
+#: What a transfer's `external_account_id` is, for the 400 that refuses anything else.
+EXTERNAL_ID_HINT = (
+    "must be a bank account's uuid: the `id` that GET /v1/bank-accounts lists, which is the"
+    " creation answer's `providerExternalAccountId` (not its integer `id`)"
+)
+
+
+def _id_text(value: object) -> object:
+    """An integer given as `external_account_id` reaches the uuid check (and its hint)."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+ExternalAccountId = Annotated[str, BeforeValidator(_id_text), StringConstraints(max_length=64)]
+"""A transfer's `external_account_id`: checked as a uuid by `parse_external_id`."""
+
+
+def parse_external_id(value: object, field: str) -> str:
+    """A bank account's uuid as transfers name it, or a 400 that says which id to give."""
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        raise ValidationError.field("body", field, EXTERNAL_ID_HINT) from None

@@ -1,4 +1,6 @@
-"""Each organization is one customer of the fiat provider, created on first need."""
+"""Each organization is one customer of the fiat provider, created on first need (by a
+bank account's registration, a virtual account or a fiat transfer, whichever comes
+first). The organizations table belongs to admin; this reads and fills its customer id."""
 
 from __future__ import annotations
 

@@ -1,0 +1,11 @@
+"""The records more than one domain reads, below the domains and above `_infra`.
+
+The domains are independent (no domain imports another); what two of them need of the
+same rows lives here, once: the event outbox (`events`: every domain emits, webhooks
+delivers), wallets managed, tracked and virtual (`wallets`), registered bank accounts
+and the id transfers name them by (`bank_accounts`), each organization's fiat customer
+(`customers`), tracked transactions (`transactions`), and of the transfers what others
+read: the state table and the hashes our own transfers sent (`transfers`), and the
+nonces and holds of signed legs (`nonces`). A table read by several domains is touched
+only here (the domain that owns it may keep its own writes and reads elsewhere).
+"""

@@ -1,0 +1,39 @@
+"""Of the transfers, what other domains read: the state table (whose open statuses the
+nonces of signed legs are held by), and which transaction hashes our own transfers sent
+(the deposit detector leaves those out). The transfers domain writes them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..backends.storage.base import Transaction
+
+#: The state table: the statuses a transfer may move to, from each status.
+NEXT: dict[str, frozenset[str]] = {
+    "pending": frozenset({"submitted", "failed"}),
+    "submitted": frozenset({"completed", "failed"}),
+    "completed": frozenset(),
+    "failed": frozenset(),
+}
+
+
+#: The statuses of a transfer that has not ended (those it may still move from), as SQL.
+OPEN = "(" + ", ".join(f"'{status}'" for status, after in NEXT.items() if after) + ")"
+
+
+def caused(tx: Transaction, chain_id: int, hashes: Sequence[str]) -> set[str]:
+    """Which of `hashes` the service's own transfers sent (a leg) or were paid by (an
+    on-ramp's payout)."""
+    found: set[str] = set()
+    unique = sorted(set(hashes))
+    for begin in range(0, len(unique), 500):
+        chunk = unique[begin : begin + 500]
+        marks = ", ".join("?" * len(chunk))
+        rows = tx.query(
+            f"SELECT hash FROM transfer_legs WHERE chain_id = ? AND hash IN ({marks})"
+            f" UNION SELECT transaction_hash AS hash FROM transfers"
+            f" WHERE chain_id = ? AND transaction_hash IN ({marks})",
+            (chain_id, *chunk, chain_id, *chunk),
+        )
+        found.update(str(row["hash"]) for row in rows)
+    return found
