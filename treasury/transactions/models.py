@@ -11,7 +11,7 @@ from .._infra.models import (
     Address,
     Body,
     PageQuery,
-    Resource,
+    Replayable,
     RowId,
     Timestamped,
 )
@@ -55,7 +55,7 @@ class TransactionsQuery(PageQuery):
     wallet: Address | None = None
 
 
-class Recorded(Resource):
+class Recorded(Replayable):
     hash: str
     chain_id: int
     status: TransactionStatus
