@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, StringConstraints
 from pydantic.alias_generators import to_camel
@@ -57,8 +57,6 @@ class YieldLeaf(Resource):
 class YieldPeriod(YieldArtifact):
     """A published period whole (``GET /v1/yield/artifacts?periodId=N``): its leaves with
     their proofs, and the OpenZeppelin ``StandardMerkleTree`` dump (``tree``)."""
-
-    cache_forever: ClassVar[bool] = True  # frozen once published: an immutable answer
 
     leaf_encoding: list[str]
     leaves: list[YieldLeaf]
