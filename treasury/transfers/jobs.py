@@ -12,7 +12,7 @@ from .._infra.runtime import Runtime
 from .._infra.sql import take_expired_leases
 from .._records import nonces, wallets
 from ..backends.chain.base import Chain
-from ..backends.fiat.base import ProviderTransfer
+from ..backends.fiat.base import ProviderTransfer, SimulatedProvider
 from ..backends.storage.base import Row
 from ..errors import UpstreamError
 from ..evm.signing import broadcast
@@ -54,7 +54,8 @@ def finish_transfers(runtime: Runtime, report: Report) -> None:
 
 def advance_transfers(runtime: Runtime, report: Report) -> None:
     """Job: move open transfers forward — on-chain legs by their receipts (or their
-    nonce passing without one), fiat ones by the provider's states (read many at once);
+    nonce passing without one), fiat ones by the provider's states (read many at once,
+    after a simulated provider's step);
     then cancel the provider transfers of off-ramps that failed before paying."""
     with runtime.storage.read() as tx:
         onchain_rows = store.open_onchain(tx, PER_PASS) + store.offramps_sending(tx, PER_PASS)
@@ -69,6 +70,9 @@ def advance_transfers(runtime: Runtime, report: Report) -> None:
         unpaid = store.failed_offramps_awaiting_funds(tx, PER_PASS)
     for start in range(0, len(fiat_rows), PER_CALL):
         batch = fiat_rows[start : start + PER_CALL]
+        if isinstance(runtime.fiat, SimulatedProvider):  # the sandbox: its time passes
+            with report.part("provider simulation"):
+                runtime.fiat.advance([row["provider_transfer_id"] for row in batch])
         try:
             answers = runtime.fiat.transfers([row["provider_transfer_id"] for row in batch])
         except UpstreamError:  # one id the provider refuses must not hold up the others

@@ -7,6 +7,7 @@ from .base import (
     OffRamp,
     OnRamp,
     ProviderTransfer,
+    SimulatedProvider,
     VirtualAccount,
 )
 
@@ -19,5 +20,6 @@ __all__ = [
     "OffRamp",
     "OnRamp",
     "ProviderTransfer",
+    "SimulatedProvider",
     "VirtualAccount",
 ]
