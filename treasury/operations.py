@@ -67,6 +67,7 @@ from .yields import Yields
 from .yields.artifacts import YieldArtifacts
 from .yields.models import (
     ArtifactQuery,
+    ArtifactsQuery,
     ClaimsQuery,
     YieldArtifact,
     YieldClaim,
@@ -367,8 +368,8 @@ OPERATIONS: tuple[Operation[Any], ...] = (
     ),
     Operation(
         "yield_artifacts.list", "GET", "/yield/artifacts", ListOf[YieldArtifact],
-        runs_public=lambda t: t.yield_artifacts.list,
-        summary="Published yield periods; with periodId, one period whole (public, immutable)",
+        runs_public=lambda t: t.yield_artifacts.list, query=ArtifactsQuery,
+        summary="Published yield periods, newest first; with periodId, one period whole (public)",
     ),
     Operation(
         "yield_artifacts.get", "GET", "/yield/artifacts", YieldPeriod,

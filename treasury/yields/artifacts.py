@@ -19,10 +19,12 @@ class YieldArtifacts:
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
 
-    def list(self) -> ListOf[YieldArtifact]:
-        """Published periods of every chain, newest first."""
+    def list(self, chain_id: int | None = None) -> ListOf[YieldArtifact]:
+        """Published periods of `chain_id` (default every chain), newest first."""
+        if chain_id is not None:
+            chain_id = self._runtime.chains.require(chain_id)
         with self._runtime.storage.read() as tx:
-            rows = store.published(tx)
+            rows = store.published(tx, chain_id)
         return ListOf[YieldArtifact](
             data=[
                 YieldArtifact(

@@ -71,6 +71,14 @@ _QUERY = ConfigDict(
 )
 
 
+class ArtifactsQuery(Body):
+    """``?chainId=`` of the published periods (default every chain)."""
+
+    model_config = _QUERY
+
+    chain_id: ChainId | None = None
+
+
 class ArtifactQuery(Body):
     """``?periodId=N`` (and ``chainId``, default the primary chain): that period whole."""
 

@@ -113,11 +113,13 @@ def freeze(
     return True
 
 
-def published(tx: Transaction) -> list[Row]:
-    """Every period built with claims, newest first."""
+def published(tx: Transaction, chain_id: int | None = None) -> list[Row]:
+    """Every period built with claims (of `chain_id`, or of every chain), newest first."""
+    on_chain = "" if chain_id is None else " AND chain_id = ?"
     return tx.query(
         "SELECT chain_id, period_id, root, total, count, starts_at, ends_at, published_at"
-        " FROM yield_periods WHERE count > 0 ORDER BY period_id DESC, chain_id"
+        f" FROM yield_periods WHERE count > 0{on_chain} ORDER BY period_id DESC, chain_id",
+        () if chain_id is None else (chain_id,),
     )
 
 
