@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from treasury import Treasury, UpstreamError
 from treasury.backends.chain.devnet import DevnetChain
+from treasury.balances import operations as balances_operations
 from treasury.evm.abi import AGGREGATE3, address_word
 from treasury.evm.multicall import (
     MalformedAnswer,
@@ -185,3 +186,17 @@ def test_a_malformed_answer_on_a_chain_is_502_not_a_balance(new_storage_url, tam
     assert {i.symbol: i.raw for i in org.balances.get(31337, holder).data} == listed
     t.close()
 
+
+def test_a_wallets_call_data_is_built_once(new_storage_url):
+    t = Treasury.open(new_storage_url("c.db"), master_key=MASTER_KEY)
+    org = make_tenant(t).org
+    holder = address().lower()
+    org.balances.get(31337, holder)  # the first read also asks for the metadata
+    before = balances_operations._payload.cache_info()
+    second = org.balances.get(31337, holder)
+    third = org.balances.get(31337, holder)
+    after = balances_operations._payload.cache_info()
+    assert (after.misses - before.misses, after.hits - before.hits) == (1, 1)
+    assert second == third
+    assert after.maxsize == balances_operations.PAYLOADS_KEPT
+    t.close()
