@@ -11,10 +11,12 @@ the same run over the same kind of ``httpx.Client`` (keep-alive, requests one at
   configured as the chain's ``tokens``; the wallet holds some of them.
   ``org.balances.get(31337, address)`` in steady state (the library reads each token's
   name, symbol and decimals once per chain, with the first balances, then only
-  ``balanceOf``: one Multicall3 ``aggregate3`` eth_call carrying 100 balanceOf calls)
-  against the floor: ONE JSON-RPC batch request carrying the same 100 ``eth_call
-  balanceOf`` calls. For information: the library's eth_call with its payload prebuilt
-  and its answer not decoded (the node's share), 100 single ``eth_call balanceOf``
+  ``balanceOf``: one Multicall3 ``aggregate3`` eth_call carrying 100 balanceOf calls and
+  a getEthBalance) against the floor: ONE JSON-RPC batch request carrying the same 100
+  ``eth_call balanceOf`` calls (goal: floor time / library time >= 1; the library's
+  answer also carries the wallet's ETH, which the floor does not read). For information: the
+  library's own steady-state request replayed with its answer not decoded (the node's
+  share; the rest is the library's Python), 100 single ``eth_call balanceOf``
   requests (the round trips the multicall saves), and the first read of the run (with
   the metadata; one sample). HTTP requests of the library are counted by an event hook
   on the `RpcChain`'s client, and its aggregate3 calldata is decoded to count the calls
@@ -71,6 +73,7 @@ SENDERS = 8  # accounts the indexing transactions come from
 SEND_BATCH = 500  # raw transactions per JSON-RPC batch request
 RECEIPT_SAMPLE = 500  # receipts fetched one per request for the indexing floor
 ROUND_TRIP_GOAL = 100
+BALANCES_TIME_GOAL = 1.0  # floor time / library time: no slower than one batch
 PROFILED_READS = 200  # steady-state balance reads under cProfile (--profile)
 TIP = 10**9
 NATIVE = "0x" + "00" * 20  # the `token` recorded for an ETH transfer
@@ -589,7 +592,12 @@ def report(b: Balances, ix: Indexing, args: argparse.Namespace) -> None:
     print(f"ratio time (100 single calls/org.balances.get): {b.single_100 / b.library:.2f}")
     print(
         "ratio time (one batch of 100 balanceOf/org.balances.get):"
-        f" {b.batch_100 / b.library:.2f} (above 1: the library is faster than the floor)"
+        f" {b.batch_100 / b.library:.2f} (goal >= {BALANCES_TIME_GOAL:g}: no slower than the"
+        f" floor) {verdict(b.batch_100 / b.library, BALANCES_TIME_GOAL)}"
+    )
+    print(
+        "balances: Python's share (org.balances.get - the node's share):"
+        f" {(b.library - b.bare_multicall) * ms:.1f} ms"
     )
     balances_verdict = verdict(1 / b.rpc_calls, 1.0)
     print(
