@@ -48,7 +48,7 @@ class Yields(Group):
         """The projection for `address`'s c0 balance (one multicall: balance, decimals, rate)."""
         chain = self._scope.runtime.chains.get(chain_id)
         address = str(parse_value(Address, address, "query", "address"))
-        c0, source = chain.addresses["c0"], chain.addresses["earner_rate_source"]
+        c0, source = chain.address("c0"), chain.address("earner_rate_source")
         balance, decimals, rate = multicall(
             chain, [(c0, BALANCE_OF, (address,)), (c0, DECIMALS, ()), (source, EARNER_RATE, ())]
         )

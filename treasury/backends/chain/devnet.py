@@ -39,6 +39,7 @@ from ._deploy import contract_addresses, deploy_contracts, fund
 from ._ledger import Ledger
 from ._node import Node, RpcError
 from .base import Chain, ChainConfig, Log, Receipt, Reverted, Topic
+from .presets import RAILS
 from .rpc import _log, _raise, _receipt
 
 __all__ = ["DevnetChain"]
@@ -56,8 +57,10 @@ class DevnetChain(Chain):
         tokens: Sequence[str] = (),
         state_path: str | None = None,
         confirmations: int | None = None,
+        rail: str | None = None,
     ) -> None:
         self.chain_id = chain_id
+        self.rail = rail or RAILS.get(chain_id)
         if confirmations is not None:
             self.confirmations = confirmations
         self.state_path = state_path
@@ -86,8 +89,10 @@ class DevnetChain(Chain):
     def from_config(cls, config: ChainConfig) -> Self:
         if config.addresses:
             raise ValueError("devnet:// deploys its own contracts; do not configure addresses")
+        if config.exit_path not in (None, "swap"):
+            raise ValueError("devnet:// exchanges c0 through its facility's swap: exit_path = swap")
         path = unquote(urlsplit(config.url).path).removeprefix("/") or config.state_path
-        return cls(config.chain_id, config.tokens, path or None, config.confirmations)
+        return cls(config.chain_id, config.tokens, path or None, config.confirmations, config.rail)
 
     # -- the Chain interface --------------------------------------------------------
 
