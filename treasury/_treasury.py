@@ -229,6 +229,11 @@ class Treasury:
         """The backend of a configured chain (the devnet adds `faucet`); 404 if unknown."""
         return self._runtime.chains.get(chain_id)
 
+    def decimals(self, chain_id: int, token: str) -> int:
+        """The decimals of a token of a configured chain (its key, such as ``"c0"``, or
+        its address), as the token answers them: read once per chain, then cached."""
+        return self._runtime.chains.decimals(chain_id, token)
+
     def run_once(self, only: Sequence[str] | None = None) -> RunSummary:
         """One pass of every background job (`JOBS`, in order), each isolated: a failing
         job, or a failing part of one (a chain), is reported and the rest goes on.

@@ -8,18 +8,16 @@ the native-asset address of EIP-7528.
 
 from __future__ import annotations
 
-from .._infra.chains import TokenMetadata
+from .._infra.chains import ETH, metadata_calls
 from .._infra.group import Group
 from .._infra.models import Address, ListOf
 from .._infra.validation import parse_value
-from ..evm.abi import BALANCE_OF, DECIMALS, GET_ETH_BALANCE, NAME, SYMBOL, Function
+from ..evm.abi import BALANCE_OF, GET_ETH_BALANCE, Function
 from ..evm.multicall import multicall
 from .models import TokenBalance
 
 TOKENS_PER_CALL = 100
 NATIVE = "0x" + "e" * 40  # EIP-7528: the address that stands for the chain's own coin
-ETH = TokenMetadata("Ether", "ETH", 18)
-_METADATA = (NAME, SYMBOL, DECIMALS)
 
 
 class Balances(Group):
@@ -29,7 +27,7 @@ class Balances(Group):
         """Balances of every token configured on the chain (tokens that fail are left out)."""
         runtime = self._scope.runtime
         chain = runtime.chains.get(chain_id)
-        known = runtime.chains.token_metadata(chain_id)
+        known = runtime.chains.known(chain_id)
         address = str(parse_value(Address, address, "path", "address"))
         tokens = list(chain.tokens)
         multicall_at = chain.addresses.get("multicall")
@@ -43,7 +41,7 @@ class Balances(Group):
             for token in chunk:
                 calls.append((token, BALANCE_OF, (address,)))
                 if token not in known:
-                    calls += [(token, function, ()) for function in _METADATA]
+                    calls += metadata_calls(token)
             if not calls:
                 continue
             results = iter(multicall(chain, calls))
@@ -51,13 +49,8 @@ class Balances(Group):
                 native = next(results)
             for token in chunk:
                 balance = next(results)
-                if token not in known:
-                    name, symbol, decimals = next(results), next(results), next(results)
-                    if name is None or symbol is None or decimals is None:
-                        continue
-                    known[token] = TokenMetadata(
-                        str(name[0]), str(symbol[0]), int(str(decimals[0]))
-                    )
+                if token not in known and runtime.chains.remember(chain_id, token, results) is None:
+                    continue
                 if balance is None:
                     continue
                 meta = known[token]

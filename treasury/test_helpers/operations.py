@@ -7,7 +7,8 @@ from typing import Any
 
 from .._infra.group import Group
 from .._infra.validation import parse_input
-from ..errors import NotFound
+from ..errors import NotFound, ValidationError
+from ..money import to_raw
 from .models import Faucet, Funded
 
 
@@ -26,6 +27,10 @@ class TestHelpers(Group):
         if not chain.can_mint:
             raise NotFound(f"Chain {chain_id} has no test helpers")
         request = parse_input(Faucet, body, fields)
+        try:
+            to_raw(request.amount, self._scope.runtime.chains.decimals(chain_id, request.token))
+        except ValueError as error:
+            raise ValidationError.field("body", "amount", str(error)) from None
         tx_hash = chain.faucet(request.address, request.token, request.amount)
         return Funded(
             chain_id=chain_id,

@@ -182,7 +182,8 @@ def _send_usdc(runtime: Runtime, row: Row) -> Replaced | None:
             def sign_and_store() -> list[store.Leg]:
                 with runtime.storage.read() as tx:
                     floor = nonces.next_free_nonce(tx, chain_id, wallet)
-                usdc, raw = chain.addresses["USDC"], raw_amount(row["amount"], "usdc")
+                usdc = chain.addresses["USDC"]
+                raw = raw_amount(runtime, chain_id, row["amount"], "USDC")
                 signed = runtime.signer.sign(
                     chain,
                     custody_ref=custody_ref,
@@ -270,7 +271,9 @@ def _track_payout(
             "from": ZERO_ADDRESS,
             "contract": usdc,
             "token": usdc,
-            "amount": str(raw_amount(final_amount or destination.amount, "usdc")),
+            "amount": str(
+                raw_amount(runtime, chain_id, final_amount or destination.amount, "USDC")
+            ),
             "walletId": wallet["id"],
         }
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .._infra.chains import ETH, TokenMetadata
 from .._infra.idempotency import Upstream
 from .._infra.runtime import Runtime
 from ..backends.chain.base import Chain
@@ -67,12 +68,13 @@ class Reserve:
     balance: int
     eth: int
     mined: int
+    units: TokenMetadata  # the token's, for the refusal's text
 
-    def check(self, tx: Transaction, chain: Chain) -> None:
+    def check(self, tx: Transaction) -> None:
         """400 unless the available balance covers the amount and the gas (call under
         the wallet's lock across processes, in the transaction that stores the claim)."""
         held_raw, held_wei = nonces.reserved(tx, self.chain_id, self.wallet, self.token, self.mined)
-        symbol, decimals = units(chain, self.token)
+        symbol, decimals = self.units.symbol, self.units.decimals
         available = max(self.balance - held_raw, 0)
         if available < self.raw:
             raise ValidationError.field(
@@ -86,8 +88,8 @@ class Reserve:
             raise ValidationError.field(
                 "body",
                 "source",
-                f"not enough ETH for gas: available {to_units(gas, 18)} ETH,"
-                f" needed {to_units(self.wei, 18)}",
+                f"not enough ETH for gas: available {to_units(gas, ETH.decimals)} ETH,"
+                f" needed {to_units(self.wei, ETH.decimals)}",
             )
 
     def columns(self) -> dict[str, str]:
@@ -97,18 +99,6 @@ class Reserve:
             "reserve_raw": str(self.raw),
             "reserve_wei": str(self.wei),
         }
-
-
-#: Decimals of the tokens a transfer moves, by their key in the chain's addresses.
-TOKEN_DECIMALS = {"USDC": 6, "USDT": 6, "c0": 18}
-
-
-def units(chain: Chain, token: str) -> tuple[str, int]:
-    """A token of the chain's configuration by symbol, and its decimals."""
-    for symbol, decimals in TOKEN_DECIMALS.items():
-        if chain.addresses.get(symbol) == token:
-            return symbol, decimals
-    return token, 0
 
 
 @dataclass(frozen=True)
@@ -178,28 +168,42 @@ def sign_legs(runtime: Runtime, chain: Chain, swap: Swap) -> tuple[list[store.Le
         legs.append(store.Leg(kind, to, swap.token_in, amount, signed))
     wei = gas_price(fees) * sum(gas for *_, gas in planned)
     reserve = Reserve(
-        swap.chain_id,
-        swap.wallet,
-        swap.token_in,
-        swap.raw,
-        wei,
-        held.balance,
-        held.eth,
-        held.mined,
+        chain_id=swap.chain_id,
+        wallet=swap.wallet,
+        token=swap.token_in,
+        raw=swap.raw,
+        wei=wei,
+        balance=held.balance,
+        eth=held.eth,
+        mined=held.mined,
+        units=runtime.chains.token(swap.chain_id, swap.token_in),
     )
     return legs, reserve
 
 
-def send_reserve(chain: Chain, wallet: str, token: str, raw: int) -> Reserve:
+def send_reserve(runtime: Runtime, chain: Chain, wallet: str, token: str, raw: int) -> Reserve:
     """What a plain token send (an off-ramp's) will hold of `wallet`, at today's fee."""
     held = holdings(chain, wallet, token)
-    wei = gas_price(chain.fee_fields()) * APPROVE_GAS
-    return Reserve(chain.chain_id, wallet, token, raw, wei, held.balance, held.eth, held.mined)
+    return Reserve(
+        chain_id=chain.chain_id,
+        wallet=wallet,
+        token=token,
+        raw=raw,
+        wei=gas_price(chain.fee_fields()) * APPROVE_GAS,
+        balance=held.balance,
+        eth=held.eth,
+        mined=held.mined,
+        units=runtime.chains.token(chain.chain_id, token),
+    )
 
 
-def raw_amount(amount: str, currency: str) -> int:
-    """Raw units of a transfer amount (at most 6 places) in `currency` (usdc, usdt, c0)."""
-    return to_raw(amount, TOKEN_DECIMALS["c0" if currency == "c0" else currency.upper()])
+def raw_amount(runtime: Runtime, chain_id: int, amount: str, token: str) -> int:
+    """Raw units of a transfer amount in a token of the chain (its key in the chain's
+    addresses: ``"USDC"``, ``"c0"``), at the decimals the token has (400 if finer)."""
+    try:
+        return to_raw(amount, runtime.chains.decimals(chain_id, token))
+    except ValueError as error:
+        raise ValidationError.field("body", "amount", str(error)) from None
 
 
 @dataclass(frozen=True)

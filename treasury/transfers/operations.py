@@ -126,7 +126,7 @@ class Transfers(Group):
             custody_ref=wallet["custody_ref"],
             token_in=usdc if deposit else c0,
             token_out=c0 if deposit else usdc,
-            raw=onchain.raw_amount(request.amount, "c0" if not deposit else "usdc"),
+            raw=onchain.raw_amount(runtime, chain_id, request.amount, "USDC" if deposit else "c0"),
             recipient=str(request.destination.to_address),
             swap_kind="deposit" if deposit else "withdrawal",
         )
@@ -145,8 +145,9 @@ class Transfers(Group):
         chain = runtime.chains.get(chain_id)
         wallet = self._managed_wallet(str(request.source.from_address))
         bank = self._bank_account("destination", str(request.destination.external_account_id))
-        raw = onchain.raw_amount(request.amount, "usdc")
-        reserve = onchain.send_reserve(chain, wallet["address"], chain.addresses["USDC"], raw)
+        raw = onchain.raw_amount(runtime, chain_id, request.amount, "USDC")
+        usdc = chain.addresses["USDC"]
+        reserve = onchain.send_reserve(runtime, chain, wallet["address"], usdc, raw)
         sides = {
             "source": onchain_side(wallet["address"], chain_id, "usdc", request.amount),
             "destination": _bank_side(bank, "usd", _less_fee(request)),
@@ -242,7 +243,7 @@ def claim(
     def write(tx: Transaction) -> str:
         if reserve is not None:
             tx.lock(f"nonces:{chain_id}:{reserve.wallet}")
-            reserve.check(tx, runtime.chains.get(chain_id))
+            reserve.check(tx)
         store.insert(
             tx,
             {

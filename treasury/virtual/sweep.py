@@ -38,8 +38,11 @@ def sweep_virtual_wallets(runtime: Runtime, report: Report) -> None:
         return
     chain_id = runtime.chains.primary
     chain = runtime.chains.get(chain_id)
-    minimum = to_raw(runtime.sweep_minimum, 6)
     tokens = {"usdc": chain.addresses["USDC"], "usdt": chain.addresses["USDT"]}
+    minimum = {
+        symbol: to_raw(runtime.sweep_minimum, runtime.chains.decimals(chain_id, token))
+        for symbol, token in tokens.items()
+    }
     for start in range(0, len(rows), WALLETS_PER_CALL):
         batch = rows[start : start + WALLETS_PER_CALL]
         calls = [
@@ -55,7 +58,7 @@ def sweep_virtual_wallets(runtime: Runtime, report: Report) -> None:
         for i, row in enumerate(batch):
             usdc, usdt, eth = (int(str(r[0])) if r else 0 for r in results[3 * i : 3 * i + 3])
             balances: tuple[tuple[Currency, int], ...] = (("usdc", usdc), ("usdt", usdt))
-            due = [(symbol, raw) for symbol, raw in balances if raw > minimum]
+            due = [(symbol, raw) for symbol, raw in balances if raw > minimum[symbol]]
             if not due:
                 continue
             where = f"virtual wallet {row['address']}"
@@ -85,7 +88,7 @@ def _sweep(
     """Sign and start one sweep; False when another worker's sweep of the wallet is
     open (its signed legs are dropped unsent)."""
     chain = runtime.chains.get(chain_id)
-    amount = to_units(raw, 6)
+    amount = to_units(raw, runtime.chains.decimals(chain_id, token))
     swap = onchain.Swap(
         chain_id=chain_id,
         wallet=row["address"],
