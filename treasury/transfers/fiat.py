@@ -26,11 +26,11 @@ from ..transactions import store as tracked
 from ..transactions.models import RecordTransaction
 from ..wallets import store as wallets
 from . import nonces, store
-from .models import DepositInstructions, Transfer, TransferSide
+from .models import DepositInstructions, Status, Transfer, TransferSide
 from .onchain import APPROVE_GAS, Replaced, evidence, raw_amount, track_legs
 
 #: The provider's transfer states, as our statuses (DESIGN §3).
-STATUS_OF_STATE = {
+STATUS_OF_STATE: dict[str, Status] = {
     "awaiting_funds": "pending",
     "in_review": "pending",
     "funds_received": "pending",
@@ -75,7 +75,7 @@ def onramp_steps(runtime: Runtime) -> Upstream[Transfer]:
     def perform(transfer_id: str) -> object:
         with runtime.storage.read() as tx:  # one read for the row and the request
             row = store.get(tx, transfer_id)
-            if row is None or row["stage"] != "claimed":
+            if row is None or row["stage"] != store.CLAIMED:
                 return None
             ask = _ask_provider(runtime, tx, row)
         return ask()
@@ -84,13 +84,13 @@ def onramp_steps(runtime: Runtime) -> Upstream[Transfer]:
         row = store.get(tx, transfer_id)
         if row is None:
             raise UpstreamError("the transfer was abandoned meanwhile")
-        if row["stage"] == "claimed" and isinstance(answer, ProviderTransfer):
+        if row["stage"] == store.CLAIMED and isinstance(answer, ProviderTransfer):
             store.update(
                 tx,
                 transfer_id,
                 runtime.now_text(),
                 box=runtime.secrets,
-                stage="recorded",
+                stage=store.RECORDED,
                 provider_transfer_id=answer.id,
                 provider_state=answer.state,  # announced as it is: `apply` changes nothing more
                 deposit_instructions=_instructions(runtime, row, answer),
@@ -105,7 +105,7 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
     def perform(transfer_id: str) -> object:
         with runtime.storage.read() as tx:
             row = store.get(tx, transfer_id)
-            if row is None or row["stage"] != "claimed":
+            if row is None or row["stage"] != store.CLAIMED:
                 return None
             unasked = row["provider_transfer_id"] is None
             ask = _ask_provider(runtime, tx, row) if unasked else None
@@ -130,7 +130,7 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
         row = store.get(tx, transfer_id)
         if row is None:
             raise UpstreamError("the transfer was abandoned meanwhile")
-        if row["stage"] == "claimed":
+        if row["stage"] == store.CLAIMED:
             now, legs = runtime.now_text(), store.legs(tx, transfer_id)
             store.mark_sent(tx, transfer_id)
             if isinstance(outcome, Replaced):  # the job cancels its provider transfer
@@ -142,7 +142,7 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
                     transfer_id,
                     now,
                     box=runtime.secrets,
-                    stage="recorded",
+                    stage=store.RECORDED,
                     transaction_hash=legs[-1].signed.hash,
                 )
         return store.shown(store.get(tx, transfer_id) or row, runtime.secrets)
@@ -239,7 +239,7 @@ def apply(tx: Transaction, runtime: Runtime, row: Row, answer: ProviderTransfer)
     paying = fields.get("transaction_hash")
     if paying is not None and paying != row["transaction_hash"]:
         _track_payout(tx, runtime, row, paying, answer.final_amount)
-    status = str(STATUS_OF_STATE.get(answer.state, row["status"]))
+    status: Status = STATUS_OF_STATE.get(answer.state) or row["status"]
     if status == "completed" and row["status"] == "pending":  # through submitted, always
         store.move(tx, row["id"], "submitted", now, box=runtime.secrets)
     if status != row["status"] and store.move(

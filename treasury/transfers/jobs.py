@@ -9,13 +9,13 @@ from .._infra import idempotency
 from .._infra.clock import to_text
 from .._infra.jobs import Report
 from .._infra.runtime import Runtime
-from .._infra.sql import take_expired_leases
 from ..backends.chain.base import Chain
 from ..backends.fiat.base import ProviderTransfer
 from ..backends.storage.base import Row
 from ..errors import UpstreamError
 from ..evm.signing import broadcast
 from . import fiat, nonces, onchain, store
+from .models import Status
 from .operations import STEPS
 
 PER_PASS = 1_000  # open transfers read per job per pass
@@ -31,15 +31,7 @@ def finish_transfers(runtime: Runtime, report: Report) -> None:
     for _ in range(PER_PASS):  # one at a time: each taken with a full lease of its own
         now = runtime.now()
         with runtime.storage.transaction() as tx:
-            taken = take_expired_leases(
-                tx,
-                "transfers",
-                "id",
-                "stage = 'claimed'",
-                to_text(now),
-                to_text(now + idempotency.LEASE),
-                1,
-            )
+            taken = store.take_expired_claims(tx, to_text(now), to_text(now + idempotency.LEASE), 1)
             transfer = store.get(tx, taken[0]["id"]) if taken else None
         if not taken:
             return
@@ -107,6 +99,7 @@ def _settle_legs(runtime: Runtime, chain_id: int, rows: list[Row], report: Repor
     with runtime.storage.transaction() as tx:
         for row, receipt in zip(rows, receipts, strict=True):
             moving = legs[row["id"]][-1]
+            status: Status
             if receipt is None:
                 if mined[row["wallet_address"]] <= moving.signed.nonce:
                     continue  # not mined yet

@@ -241,7 +241,7 @@ def steps(runtime: Runtime) -> Upstream[Transfer]:
         with runtime.storage.read() as tx:
             row = store.get(tx, transfer_id)
             legs = store.legs(tx, transfer_id)
-        if row is None or row["stage"] != "claimed":
+        if row is None or row["stage"] != store.CLAIMED:
             return None  # finished meanwhile by another finisher
         chain = runtime.chains.get(row["chain_id"])
         doubted = bool(row["ambiguous"])
@@ -263,7 +263,7 @@ def steps(runtime: Runtime) -> Upstream[Transfer]:
         row = store.get(tx, transfer_id)
         if row is None:
             raise UpstreamError("the transfer was abandoned meanwhile")
-        if row["stage"] == "claimed":
+        if row["stage"] == store.CLAIMED:
             now = runtime.now_text()
             legs = store.legs(tx, transfer_id)
             store.mark_sent(tx, transfer_id)
@@ -281,7 +281,7 @@ def steps(runtime: Runtime) -> Upstream[Transfer]:
                     "submitted",
                     now,
                     box=runtime.secrets,
-                    stage="recorded",
+                    stage=store.RECORDED,
                     transaction_hash=swap_hash,
                 )
             row = store.get(tx, transfer_id)

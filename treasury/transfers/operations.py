@@ -250,8 +250,6 @@ def claim(
                 "id": transfer_id,
                 "org_id": org_id,
                 "pairing": pairing,
-                "status": "pending",
-                "stage": "claimed",
                 "amount": amount,
                 "developer_fee": developer_fee,
                 "client_reference_id": client_reference_id,

@@ -18,13 +18,15 @@ from ..evm.abi import BALANCE_OF, GET_ETH_BALANCE
 from ..evm.multicall import multicall
 from ..money import to_raw, to_units
 from ..transfers import onchain
-from ..transfers.models import Currency
+from ..transfers.models import Currency, Pairing
 from ..transfers.operations import claim, onchain_side
+from ..transfers.store import OPEN
 
 WALLETS_PER_CALL = 33  # three sub-calls each: about 100 per multicall
+SWEEP: Pairing = "sweep"
 OPEN_SWEEPS = (
-    "SELECT wallet_address FROM transfers WHERE pairing = 'sweep'"
-    " AND status IN ('pending', 'submitted') AND wallet_address IS NOT NULL"
+    f"SELECT wallet_address FROM transfers WHERE pairing = '{SWEEP}'"
+    f" AND status IN {OPEN} AND wallet_address IS NOT NULL"
 )
 
 
@@ -104,7 +106,7 @@ def _sweep(
         write = claim(
             runtime,
             row["org_id"],
-            pairing="sweep",
+            pairing=SWEEP,
             chain_id=chain_id,
             amount=amount,
             developer_fee="0",
