@@ -213,16 +213,7 @@ def _instructions(runtime: Runtime, row: Row, answer: ProviderTransfer) -> str |
     deposit = answer.bank_deposit
     if deposit is None:
         return None
-    instructions = DepositInstructions(
-        amount=row["amount"],
-        bank_name=deposit.bank_name,
-        bank_address=deposit.bank_address,
-        routing_number=deposit.routing_number,
-        account_number=deposit.account_number,
-        beneficiary_name=deposit.beneficiary_name,
-        beneficiary_address=deposit.beneficiary_address,
-        message=deposit.message,
-    )
+    instructions = DepositInstructions.of(deposit, row["amount"])
     return runtime.secrets.seal(store.INSTRUCTIONS, instructions.model_dump_json())
 
 

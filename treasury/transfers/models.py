@@ -7,12 +7,14 @@ refuses, and the four accepted pairings, each named by what it does.
 from __future__ import annotations
 
 import re
+from dataclasses import asdict
 from decimal import Decimal
 from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from .._infra.models import Address, Body, DecimalText, PlainText, Resource, Timestamped
+from ..backends.fiat.base import BankDeposit
 from ..bank_accounts.models import BankAccountSummary, ExternalAccountId
 from ..money import to_raw
 
@@ -141,7 +143,8 @@ class TransferSide(Resource):
 
 
 class DepositInstructions(Resource):
-    """Where and how to push the USD of an on-ramp (the provider's bank details)."""
+    """Where and how to push the USD of an on-ramp: the provider's `BankDeposit`, whose
+    fields these are, and the amount (`of`)."""
 
     amount: str
     currency: Literal["usd"] = "usd"
@@ -152,6 +155,10 @@ class DepositInstructions(Resource):
     beneficiary_name: str
     beneficiary_address: str
     message: str
+
+    @classmethod
+    def of(cls, deposit: BankDeposit, amount: str) -> Self:
+        return cls(amount=amount, **asdict(deposit))
 
 
 class Transfer(Timestamped):
