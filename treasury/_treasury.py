@@ -29,6 +29,7 @@ from .config import Settings
 from .deposits import detect_deposits
 from .errors import AuthenticationError
 from .evm.signing import Signer
+from .operations import OPERATIONS
 from .recipients import Recipients
 from .swaps import Swaps
 from .test_helpers import TestHelpers
@@ -173,6 +174,9 @@ class Treasury:
                 str(store.key_file.with_suffix("")) if store.key_file else None,
             ),
             signer=Signer(custodian),
+            operation_names={
+                op.method_path: op.name for op in OPERATIONS if op.idempotency is not None
+            },
             allow_private_webhook_urls=settings.allow_private_webhook_urls,
             sweep_minimum=settings.sweep_minimum,
             snapshot_interval=settings.snapshot_interval,

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 import pydantic
 from pydantic import BaseModel
 
-from ._infra.idempotency import MAX_KEY_LENGTH
+from ._infra.idempotency import key_problem
 from ._infra.models import (
     Address,
     ChainId,
@@ -116,8 +116,7 @@ def invoke(
     key = headers.get(IDEMPOTENCY_HEADER)
     if key is None and operation.idempotency == "required":
         problems.append(_problem("header", IDEMPOTENCY_HEADER, "is required"))
-    elif key is not None and not 1 <= len(key) <= MAX_KEY_LENGTH:
-        message = f"must be a string of 1 to {MAX_KEY_LENGTH} characters"
+    elif key is not None and (message := key_problem(key)) is not None:
         problems.append(_problem("header", IDEMPOTENCY_HEADER, message))
     for name, annotation in operation.path_params.items():
         problems += value_errors(annotation, path.get(name), "path", name)

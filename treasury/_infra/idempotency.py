@@ -68,11 +68,17 @@ def fingerprint(operation: str, request: BaseModel, path: tuple[object, ...] = (
     return hashlib.sha256(f"{operation} {where}\n{canonical}".encode()).hexdigest()
 
 
-def check_key(key: object) -> str:
+def key_problem(key: object) -> str | None:
+    """What is wrong with an Idempotency-Key (the one rule of its length), or None."""
     if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_LENGTH:
-        raise ValidationError.field(
-            "header", "Idempotency-Key", f"must be a string of 1 to {MAX_KEY_LENGTH} characters"
-        )
+        return f"must be a string of 1 to {MAX_KEY_LENGTH} characters"
+    return None
+
+
+def check_key(key: object) -> str:
+    if (problem := key_problem(key)) is not None:
+        raise ValidationError.field("header", "Idempotency-Key", problem)
+    assert isinstance(key, str)
     return key
 
 
