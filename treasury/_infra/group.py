@@ -20,6 +20,7 @@ from .models import Resource
 from .runtime import Scope
 
 R = TypeVar("R", bound=Resource)
+S = TypeVar("S")
 
 
 class Group:
@@ -50,8 +51,8 @@ class Group:
         action: str,
         key: str | None,
         request: BaseModel,
-        prepare: Callable[[], Callable[[Transaction], str]],
-        steps: idempotency.Upstream[R],
+        prepare: Callable[[], idempotency.WriteAhead],
+        steps: idempotency.Upstream[S, R],
         result: type[R],
         path: tuple[object, ...] = (),
     ) -> R:

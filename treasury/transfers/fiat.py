@@ -26,6 +26,7 @@ from ..transactions import store as tracked
 from ..transactions.models import RecordTransaction
 from ..wallets import store as wallets
 from . import nonces, store
+from .executor import executor
 from .models import DepositInstructions, Status, Transfer, TransferSide
 from .onchain import APPROVE_GAS, Replaced, evidence, raw_amount, track_legs
 
@@ -71,8 +72,8 @@ def _ask_provider(runtime: Runtime, tx: Transaction, row: Row) -> Callable[[], P
     return ask
 
 
-def onramp_steps(runtime: Runtime) -> Upstream[Transfer]:
-    def perform(transfer_id: str) -> object:
+def onramp_steps(runtime: Runtime) -> Upstream[ProviderTransfer | None, Transfer]:
+    def perform(transfer_id: str) -> ProviderTransfer | None:
         with runtime.storage.read() as tx:  # one read for the row and the request
             row = store.get(tx, transfer_id)
             if row is None or row["stage"] != store.CLAIMED:
@@ -80,29 +81,26 @@ def onramp_steps(runtime: Runtime) -> Upstream[Transfer]:
             ask = _ask_provider(runtime, tx, row)
         return ask()
 
-    def record(tx: Transaction, transfer_id: str, answer: object) -> Transfer:
-        row = store.get(tx, transfer_id)
-        if row is None:
-            raise UpstreamError("the transfer was abandoned meanwhile")
-        if row["stage"] == store.CLAIMED and isinstance(answer, ProviderTransfer):
-            store.update(
-                tx,
-                transfer_id,
-                runtime.now_text(),
-                box=runtime.secrets,
-                stage=store.RECORDED,
-                provider_transfer_id=answer.id,
-                provider_state=answer.state,  # announced as it is: `apply` changes nothing more
-                deposit_instructions=_instructions(runtime, row, answer),
-            )
-            apply(tx, runtime, store.get(tx, transfer_id) or row, answer)
-        return store.shown(store.get(tx, transfer_id) or row, runtime.secrets)
+    def record(tx: Transaction, row: Row, answer: ProviderTransfer | None) -> None:
+        if answer is None:
+            return
+        store.update(
+            tx,
+            row["id"],
+            runtime.now_text(),
+            box=runtime.secrets,
+            stage=store.RECORDED,
+            provider_transfer_id=answer.id,
+            provider_state=answer.state,  # announced as it is: `apply` changes nothing more
+            deposit_instructions=_instructions(runtime, row, answer),
+        )
+        apply(tx, runtime, store.get(tx, row["id"]) or row, answer)
 
-    return Upstream(perform=perform, record=record, abandon=store.remove, keep=store.keep)
+    return executor(runtime, perform, record)
 
 
-def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
-    def perform(transfer_id: str) -> object:
+def offramp_steps(runtime: Runtime) -> Upstream[Replaced | None, Transfer]:
+    def perform(transfer_id: str) -> Replaced | None:
         with runtime.storage.read() as tx:
             row = store.get(tx, transfer_id)
             if row is None or row["stage"] != store.CLAIMED:
@@ -126,26 +124,22 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
             raise UpstreamError("the fiat provider gave no deposit address for the off-ramp")
         return _send_usdc(runtime, row)
 
-    def record(tx: Transaction, transfer_id: str, outcome: object) -> Transfer:
-        row = store.get(tx, transfer_id)
-        if row is None:
-            raise UpstreamError("the transfer was abandoned meanwhile")
-        if row["stage"] == store.CLAIMED:
-            now, legs = runtime.now_text(), store.legs(tx, transfer_id)
-            store.mark_sent(tx, transfer_id)
-            if isinstance(outcome, Replaced):  # the job cancels its provider transfer
-                store.fail_claim(tx, transfer_id, now, runtime.secrets, outcome.message)
-            else:
-                track_legs(tx, row, legs, now)
-                store.update(
-                    tx,
-                    transfer_id,
-                    now,
-                    box=runtime.secrets,
-                    stage=store.RECORDED,
-                    transaction_hash=legs[-1].signed.hash,
-                )
-        return store.shown(store.get(tx, transfer_id) or row, runtime.secrets)
+    def record(tx: Transaction, row: Row, replaced: Replaced | None) -> None:
+        transfer_id, now = row["id"], runtime.now_text()
+        legs = store.legs(tx, transfer_id)
+        store.mark_sent(tx, transfer_id)
+        if replaced is not None:  # the job cancels its provider transfer
+            store.fail_claim(tx, transfer_id, now, runtime.secrets, replaced.message)
+        else:
+            track_legs(tx, row, legs, now)
+            store.update(
+                tx,
+                transfer_id,
+                now,
+                box=runtime.secrets,
+                stage=store.RECORDED,
+                transaction_hash=legs[-1].signed.hash,
+            )
 
     def abandon(tx: Transaction, transfer_id: str) -> None:
         row = store.get(tx, transfer_id)
@@ -156,7 +150,7 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
         else:
             store.remove(tx, transfer_id)
 
-    return Upstream(perform=perform, record=record, abandon=abandon, keep=store.keep)
+    return executor(runtime, perform, record, abandon)
 
 
 def _send_usdc(runtime: Runtime, row: Row) -> Replaced | None:

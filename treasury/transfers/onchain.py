@@ -21,7 +21,7 @@ from .._infra.chains import ETH, TokenMetadata
 from .._infra.idempotency import Upstream
 from .._infra.runtime import Runtime
 from ..backends.chain.base import Chain
-from ..backends.storage.base import Transaction
+from ..backends.storage.base import Row, Transaction
 from ..errors import UpstreamError, ValidationError
 from ..evm.abi import ALLOWANCE, APPROVE, BALANCE_OF, GET_ETH_BALANCE, SWAP
 from ..evm.multicall import multicall
@@ -31,6 +31,7 @@ from ..transactions import store as tracked
 from ..transactions.models import RecordTransaction
 from ..wallets import store as wallets
 from . import nonces, store
+from .executor import executor
 from .models import Transfer
 
 APPROVE_GAS = 100_000
@@ -233,11 +234,16 @@ def evidence(chain: Chain, sender: str, leg: store.Leg) -> str | None:
     return "replaced" if mined > leg.signed.nonce else None
 
 
-def steps(runtime: Runtime) -> Upstream[Transfer]:
+#: What broadcasting a transfer's legs came to: all sent (None), a leg refused after
+#: earlier ones went out, or the moving leg replaced.
+Sent = Refused | Replaced | None
+
+
+def steps(runtime: Runtime) -> Upstream[Sent, Transfer]:
     """Perform (broadcast the stored legs), record (submitted, legs tracked), abandon;
     keep: once a broadcast was ambiguous, only the chain's evidence settles it."""
 
-    def perform(transfer_id: str) -> object:
+    def perform(transfer_id: str) -> Sent:
         with runtime.storage.read() as tx:
             row = store.get(tx, transfer_id)
             legs = store.legs(tx, transfer_id)
@@ -259,36 +265,28 @@ def steps(runtime: Runtime) -> Upstream[Transfer]:
                     return Refused(position, error.message)  # earlier legs went out
         return None
 
-    def record(tx: Transaction, transfer_id: str, failure: object) -> Transfer:
-        row = store.get(tx, transfer_id)
-        if row is None:
-            raise UpstreamError("the transfer was abandoned meanwhile")
-        if row["stage"] == store.CLAIMED:
-            now = runtime.now_text()
-            legs = store.legs(tx, transfer_id)
-            store.mark_sent(tx, transfer_id)
-            if isinstance(failure, Replaced):
-                store.fail_claim(tx, transfer_id, now, runtime.secrets, failure.message)
-            elif isinstance(failure, Refused):
-                track_legs(tx, row, legs[: failure.position], now)
-                store.fail_claim(tx, transfer_id, now, runtime.secrets, failure.message)
-            else:
-                track_legs(tx, row, legs, now)
-                swap_hash = legs[-1].signed.hash
-                store.move(
-                    tx,
-                    transfer_id,
-                    "submitted",
-                    now,
-                    box=runtime.secrets,
-                    stage=store.RECORDED,
-                    transaction_hash=swap_hash,
-                )
-            row = store.get(tx, transfer_id)
-            assert row is not None
-        return store.shown(row, runtime.secrets)
+    def record(tx: Transaction, row: Row, sent: Sent) -> None:
+        transfer_id, now = row["id"], runtime.now_text()
+        legs = store.legs(tx, transfer_id)
+        store.mark_sent(tx, transfer_id)
+        if isinstance(sent, Replaced):
+            store.fail_claim(tx, transfer_id, now, runtime.secrets, sent.message)
+        elif isinstance(sent, Refused):
+            track_legs(tx, row, legs[: sent.position], now)
+            store.fail_claim(tx, transfer_id, now, runtime.secrets, sent.message)
+        else:
+            track_legs(tx, row, legs, now)
+            store.move(
+                tx,
+                transfer_id,
+                "submitted",
+                now,
+                box=runtime.secrets,
+                stage=store.RECORDED,
+                transaction_hash=legs[-1].signed.hash,
+            )
 
-    return Upstream(perform=perform, record=record, abandon=store.remove, keep=store.keep)
+    return executor(runtime, perform, record)
 
 
 def track_legs(tx: Transaction, row: dict[str, object], legs: list[store.Leg], now: str) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from .._infra.clock import to_text
 from .._infra.group import Group
-from .._infra.idempotency import LEASE, Upstream
+from .._infra.idempotency import LEASE, Upstream, WriteAhead
 from .._infra.models import Page, PageQuery
 from .._infra.pagination import Cursors, page_of
 from .._infra.runtime import Runtime
@@ -34,7 +34,7 @@ from .models import (
 )
 
 #: The executor of each pairing: its upstream steps (the jobs finish claims with them).
-STEPS: dict[str, Callable[..., Upstream[Transfer]]] = {
+STEPS: dict[str, Callable[[Runtime], Upstream[Any, Transfer]]] = {
     "onramp": fiat.onramp_steps,
     "offramp": fiat.offramp_steps,
     "deposit": onchain.steps,
@@ -114,7 +114,7 @@ class Transfers(Group):
 
     # -- what each pairing checks and claims ----------------------------------------------
 
-    def _swap(self, request: CreateTransfer, pairing: Pairing, chain_id: int) -> _Claim:
+    def _swap(self, request: CreateTransfer, pairing: Pairing, chain_id: int) -> WriteAhead:
         runtime = self._scope.runtime
         chain = runtime.chains.get(chain_id)
         wallet = self._managed_wallet(str(request.source.from_address))
@@ -138,9 +138,11 @@ class Transfers(Group):
                 swap.recipient, chain_id, request.destination.currency, request.amount
             ),
         }
-        return self._claim(request, pairing, chain_id, swap.wallet, None, sides, legs, reserve)
+        return self._claim_transfer(
+            request, pairing, chain_id, swap.wallet, None, sides, legs, reserve
+        )
 
-    def _offramp(self, request: CreateTransfer, pairing: Pairing, chain_id: int) -> _Claim:
+    def _offramp(self, request: CreateTransfer, pairing: Pairing, chain_id: int) -> WriteAhead:
         runtime = self._scope.runtime
         chain = runtime.chains.get(chain_id)
         wallet = self._managed_wallet(str(request.source.from_address))
@@ -152,11 +154,11 @@ class Transfers(Group):
             "source": onchain_side(wallet["address"], chain_id, "usdc", request.amount),
             "destination": _bank_side(bank, "usd", _less_fee(request)),
         }
-        return self._claim(
+        return self._claim_transfer(
             request, pairing, chain_id, wallet["address"], bank, sides, reserve=reserve
         )
 
-    def _onramp(self, request: CreateTransfer, chain_id: int) -> _Claim:
+    def _onramp(self, request: CreateTransfer, chain_id: int) -> WriteAhead:
         bank = self._bank_account("source", str(request.source.external_account_id))
         to_address = str(request.destination.to_address)
         self._scope.runtime.chains.check_destination(
@@ -166,9 +168,9 @@ class Transfers(Group):
             "source": _bank_side(bank, "usd", request.amount),
             "destination": onchain_side(to_address, chain_id, "usdc", _less_fee(request)),
         }
-        return self._claim(request, "onramp", chain_id, None, bank, sides)
+        return self._claim_transfer(request, "onramp", chain_id, None, bank, sides)
 
-    def _claim(
+    def _claim_transfer(
         self,
         request: CreateTransfer,
         pairing: Pairing,
@@ -178,8 +180,8 @@ class Transfers(Group):
         sides: dict[str, str],
         legs: Sequence[store.Leg] | None = None,
         reserve: onchain.Reserve | None = None,
-    ) -> _Claim:
-        return claim(
+    ) -> WriteAhead:
+        return claim_transfer(
             self._scope.runtime,
             self._scope.org_id,
             pairing=pairing,
@@ -216,10 +218,7 @@ class Transfers(Group):
         return Cursors(self._scope.runtime.secrets.derive("cursor:transfers"), "transfers")
 
 
-_Claim = Callable[[Transaction], str]
-
-
-def claim(
+def claim_transfer(
     runtime: Runtime,
     org_id: str,
     *,
@@ -233,8 +232,8 @@ def claim(
     sides: dict[str, str],
     legs: Sequence[store.Leg] | None = None,
     reserve: onchain.Reserve | None = None,
-) -> _Claim:
-    """The claim of a new transfer: its row (and its signed legs, written ahead), pending
+) -> WriteAhead:
+    """The claim of a new transfer (its write-ahead): its row (and its signed legs, written ahead), pending
     and ``claimed`` under a lease that a finishing job honours. What it takes from its
     wallet (`reserve`) is checked against the available balance under the wallet's lock
     across processes, so concurrent requests cannot together spend more than it holds."""

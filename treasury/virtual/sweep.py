@@ -19,7 +19,7 @@ from ..evm.multicall import multicall
 from ..money import to_raw, to_units
 from ..transfers import onchain
 from ..transfers.models import Currency, Pairing
-from ..transfers.operations import claim, onchain_side
+from ..transfers.operations import claim_transfer, onchain_side
 from ..transfers.store import OPEN
 
 WALLETS_PER_CALL = 33  # three sub-calls each: about 100 per multicall
@@ -103,7 +103,7 @@ def _sweep(
     )
     with runtime.signer.holding(chain_id, swap.wallet):
         legs, reserve = onchain.sign_legs(runtime, chain, swap)
-        write = claim(
+        write = claim_transfer(
             runtime,
             row["org_id"],
             pairing=SWEEP,

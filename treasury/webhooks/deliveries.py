@@ -89,7 +89,7 @@ def _message_id() -> str:
     return "msg_" + secrets.token_hex(16)
 
 
-def claim_due(tx: Transaction, due: str, now: str, until: str, limit: int) -> list[Row]:
+def lease_due(tx: Transaction, due: str, now: str, until: str, limit: int) -> list[Row]:
     """Take up to `limit` pending deliveries due at `due` whose lease (if any) has passed
     at `now`, leasing them until `until`; with what sending needs."""
     free = (
