@@ -29,7 +29,6 @@ from .config import Settings
 from .deposits import detect_deposits
 from .errors import AuthenticationError
 from .evm.signing import Signer
-from .operations import OPERATIONS
 from .recipients import Recipients
 from .swaps import Swaps
 from .test_helpers import TestHelpers
@@ -174,9 +173,7 @@ class Treasury:
                 str(store.key_file.with_suffix("")) if store.key_file else None,
             ),
             signer=Signer(custodian),
-            operation_names={
-                op.method_path: op.name for op in OPERATIONS if op.idempotency is not None
-            },
+            operation_names=_idempotent_operations(),
             allow_private_webhook_urls=settings.allow_private_webhook_urls,
             sweep_minimum=settings.sweep_minimum,
             snapshot_interval=settings.snapshot_interval,
@@ -286,3 +283,12 @@ class Treasury:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _idempotent_operations() -> dict[tuple[str, str], str]:
+    """The table's name of each operation that takes an Idempotency-Key, by its method.
+    The table is imported here, when a treasury opens: `import treasury` alone leaves
+    `treasury.operations` unloaded (it is not a public module)."""
+    from .operations import OPERATIONS
+
+    return {op.method_path: op.name for op in OPERATIONS if op.idempotency is not None}

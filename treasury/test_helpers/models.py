@@ -10,12 +10,9 @@ Token = Literal["USDC", "USDT", "c0", "ETH"]
 
 
 class Faucet(Body):
-    """`amount` in whole units, at most as fine as the token's decimals (read from the
-    chain where the faucet is asked)."""
-
     address: Address
     token: Token
-    amount: DecimalText
+    amount: DecimalText  # at most as fine as the token's decimals (checked by `TestHelpers`)
 
 
 class Funded(Resource):

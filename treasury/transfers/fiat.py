@@ -28,7 +28,7 @@ from ..wallets import store as wallets
 from . import nonces, store
 from .executor import executor
 from .models import DepositInstructions, Status, Transfer, TransferSide
-from .onchain import APPROVE_GAS, Replaced, evidence, raw_amount, track_legs
+from .onchain import APPROVE_GAS, Replaced, evidence, raw_amount, record_sent
 
 #: The provider's transfer states, as our statuses (DESIGN §3).
 STATUS_OF_STATE: dict[str, Status] = {
@@ -125,21 +125,7 @@ def offramp_steps(runtime: Runtime) -> Upstream[Replaced | None, Transfer]:
         return _send_usdc(runtime, row)
 
     def record(tx: Transaction, row: Row, replaced: Replaced | None) -> None:
-        transfer_id, now = row["id"], runtime.now_text()
-        legs = store.legs(tx, transfer_id)
-        store.mark_sent(tx, transfer_id)
-        if replaced is not None:  # the job cancels its provider transfer
-            store.fail_claim(tx, transfer_id, now, runtime.secrets, replaced.message)
-        else:
-            track_legs(tx, row, legs, now)
-            store.update(
-                tx,
-                transfer_id,
-                now,
-                box=runtime.secrets,
-                stage=store.RECORDED,
-                transaction_hash=legs[-1].signed.hash,
-            )
+        record_sent(runtime, tx, row, replaced, None)  # a replaced send: the job cancels
 
     def abandon(tx: Transaction, transfer_id: str) -> None:
         row = store.get(tx, transfer_id)

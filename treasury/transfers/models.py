@@ -143,8 +143,7 @@ class TransferSide(Resource):
 
 
 class DepositInstructions(Resource):
-    """Where and how to push the USD of an on-ramp: the provider's `BankDeposit`, whose
-    fields these are, and the amount (`of`)."""
+    """Where and how to push the USD of an on-ramp (the provider's bank details)."""
 
     amount: str
     currency: Literal["usd"] = "usd"
@@ -158,6 +157,7 @@ class DepositInstructions(Resource):
 
     @classmethod
     def of(cls, deposit: BankDeposit, amount: str) -> Self:
+        # The provider's BankDeposit, whose fields these are, and the on-ramp's amount.
         return cls(amount=amount, **asdict(deposit))
 
 

@@ -32,7 +32,7 @@ from ..transactions.models import RecordTransaction
 from ..wallets import store as wallets
 from . import nonces, store
 from .executor import executor
-from .models import Transfer
+from .models import Status, Transfer
 
 APPROVE_GAS = 100_000
 SWAP_GAS = 250_000
@@ -266,27 +266,32 @@ def steps(runtime: Runtime) -> Upstream[Sent, Transfer]:
         return None
 
     def record(tx: Transaction, row: Row, sent: Sent) -> None:
-        transfer_id, now = row["id"], runtime.now_text()
-        legs = store.legs(tx, transfer_id)
-        store.mark_sent(tx, transfer_id)
-        if isinstance(sent, Replaced):
-            store.fail_claim(tx, transfer_id, now, runtime.secrets, sent.message)
-        elif isinstance(sent, Refused):
-            track_legs(tx, row, legs[: sent.position], now)
-            store.fail_claim(tx, transfer_id, now, runtime.secrets, sent.message)
-        else:
-            track_legs(tx, row, legs, now)
-            store.move(
-                tx,
-                transfer_id,
-                "submitted",
-                now,
-                box=runtime.secrets,
-                stage=store.RECORDED,
-                transaction_hash=legs[-1].signed.hash,
-            )
+        record_sent(runtime, tx, row, sent, "submitted")
 
     return executor(runtime, perform, record)
+
+
+def record_sent(
+    runtime: Runtime, tx: Transaction, row: Row, sent: Sent, status: Status | None
+) -> None:
+    """Record a claim's broadcast: its legs marked sent; failed when a leg was refused
+    after earlier ones went out (those tracked) or the moving leg was replaced; else
+    every leg tracked and the moving leg's hash recorded, the transfer moving to
+    `status` (None: it stays where it is, for the provider to move)."""
+    transfer_id, now = row["id"], runtime.now_text()
+    legs = store.legs(tx, transfer_id)
+    store.mark_sent(tx, transfer_id)
+    if isinstance(sent, Refused):
+        track_legs(tx, row, legs[: sent.position], now)
+    if sent is not None:
+        store.fail_claim(tx, transfer_id, now, runtime.secrets, sent.message)
+        return
+    track_legs(tx, row, legs, now)
+    fields = {"stage": store.RECORDED, "transaction_hash": legs[-1].signed.hash}
+    if status is None:
+        store.update(tx, transfer_id, now, box=runtime.secrets, **fields)
+    else:
+        store.move(tx, transfer_id, status, now, box=runtime.secrets, **fields)
 
 
 def track_legs(tx: Transaction, row: dict[str, object], legs: list[store.Leg], now: str) -> None:
