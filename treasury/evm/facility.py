@@ -24,7 +24,6 @@ from ..errors import Conflict, UpstreamError, ValidationError
 from ..money import to_units
 from .abi import (
     ASSET_BALANCE_OF,
-    DECIMALS,
     IS_APPROVED_EXTENSION,
     REPLACE_ASSET_WITH_M,
     SWAP,
@@ -36,7 +35,8 @@ from .multicall import multicall
 __all__ = ["MAX_SPLIT", "REPLACE_GAS", "SWAP_GAS", "Capacity", "Exchange", "capacity", "exchanges"]
 
 #: Gas limits of one facility call (measured on anvil with M0's contracts behind their
-#: proxies: about 175,000 and 215,000, with room to spare).
+#: proxies: a swap into c0 about 190,000, a ``replaceAssetWithM`` about 180,000; our
+#: devnet facility's swap less), with room for colder storage on a real chain.
 SWAP_GAS = 250_000
 REPLACE_GAS = 400_000
 #: At most this many ``replaceAssetWithM`` calls for one prepared withdrawal.
@@ -56,28 +56,26 @@ class Exchange:
 @dataclass(frozen=True)
 class Capacity:
     """What c0 can give back now, raw: `per_call` (its M float) and `total` (its
-    holding of the asset); `decimals` of c0, for messages."""
+    holding of the asset)."""
 
     per_call: int
     total: int
-    decimals: int
 
 
 def capacity(chain: Chain, c0: str, asset: str) -> Capacity:
     """c0's M float and its holding of `asset`, read in one multicall; 409 when the
     facility does not take c0 as an extension (``isApprovedExtension``)."""
     facility = chain.address("swap_facility")
-    supply, assets, held, decimals, approved = multicall(
+    supply, assets, held, approved = multicall(
         chain,
         [
             (c0, TOTAL_SUPPLY, ()),
             (c0, TOTAL_ASSETS, ()),
             (c0, ASSET_BALANCE_OF, (asset,)),
-            (c0, DECIMALS, ()),
             (facility, IS_APPROVED_EXTENSION, (c0,)),
         ],
     )
-    if supply is None or assets is None or held is None or decimals is None:
+    if supply is None or assets is None or held is None:
         raise UpstreamError(
             f"c0 at {c0} on chain {chain.chain_id} did not answer totalSupply, totalAssets"
             " and assetBalanceOf: is it an M0 JMI extension (exit_path replace_asset_with_m)?"
@@ -88,15 +86,22 @@ def capacity(chain: Chain, c0: str, asset: str) -> Capacity:
             f" {c0} as an extension: check chains.{chain.chain_id}.addresses"
         )
     supply_raw, assets_raw = int(str(supply[0])), int(str(assets[0]))
-    return Capacity(max(supply_raw - assets_raw, 0), int(str(held[0])), int(str(decimals[0])))
+    return Capacity(max(supply_raw - assets_raw, 0), int(str(held[0])))
 
 
 def exchanges(
-    chain: Chain, token_in: str, token_out: str, raw: int, recipient: str, *, most: int = 1
+    chain: Chain,
+    token_in: str,
+    token_out: str,
+    raw: int,
+    recipient: str,
+    *,
+    decimals: int,
+    most: int = 1,
 ) -> list[Exchange]:
-    """The facility calls that turn `raw` of `token_in` into `token_out` for
-    `recipient`: one, or, out of c0 on ``replace_asset_with_m``, up to `most` calls each
-    within c0's M float; 400 (``amount``) when c0 cannot give that much back now."""
+    """The facility calls that turn `raw` of `token_in` (of `decimals`) into `token_out`
+    for `recipient`: one, or, out of c0 on ``replace_asset_with_m``, up to `most` calls
+    each within c0's M float; 400 (``amount``) when c0 cannot give that much back now."""
     c0 = chain.address("c0")
     if token_in != c0 or chain.exit_path == "swap":
         data = SWAP.encode(token_in, token_out, raw, recipient)
@@ -105,7 +110,7 @@ def exchanges(
     symbol = next((k for k in ("USDC", "USDT") if chain.addresses.get(k) == token_out), token_out)
 
     def units(amount: int) -> str:
-        return to_units(amount, room.decimals)
+        return to_units(amount, decimals)
 
     where = f"on chain {chain.chain_id}"
     if room.total < raw:
