@@ -1,16 +1,21 @@
 from .base import (
+    APPROVED,
+    FAILED_STATES,
     FINAL_STATES,
     BankDeposit,
     ExternalAccount,
     FiatContext,
     FiatProvider,
     OffRamp,
+    Onboarding,
     OnRamp,
     ProviderTransfer,
     VirtualAccount,
 )
 
 __all__ = [
+    "APPROVED",
+    "FAILED_STATES",
     "FINAL_STATES",
     "BankDeposit",
     "ExternalAccount",
@@ -18,6 +23,7 @@ __all__ = [
     "FiatProvider",
     "OffRamp",
     "OnRamp",
+    "Onboarding",
     "ProviderTransfer",
     "VirtualAccount",
 ]
