@@ -21,9 +21,10 @@ Each rule is the provider's, from its API reference (apidocs.bridge.xyz):
   characters" and printable ASCII for ACH (api-reference/external-accounts), else 400.
 * Transfers go ``awaiting_funds`` → ``funds_received`` → ``payment_submitted`` →
   ``payment_processed`` (platform/orchestration/transfers/transfer-states), one state per
-  read: each ``GET /transfers/{id}`` moves that transfer, each ``GET /transfers`` (the
-  list, ``updated_after_ms`` filtered, at most ``limit`` a page, least recently updated
-  first) every open one, calling ``payout(chain_id, to_address, amount) -> tx_hash`` at an
+  read: each ``GET /transfers/{id}`` moves that transfer, each scan of ``GET /transfers``
+  (the list, ``updated_after_ms`` filtered, at most ``limit`` a page, least recently
+  updated first; a scan's further pages follow a full page and ask from a later time)
+  every open one, calling ``payout(chain_id, to_address, amount) -> tx_hash`` at an
   on-ramp's ``payment_submitted`` and ``deposit_arrived(chain_id, address, amount)`` while
   an off-ramp awaits funds. `set_state` drives a transfer into any documented state
   (`STATES`: the refund and error paths too); ``in_review`` and ``missing_return_policy``
@@ -141,6 +142,7 @@ class FakeProvider(ThreadingHTTPServer):
         self.strict_idempotency = strict_idempotency
         self.clock = clock or (lambda: datetime.now(UTC))
         self.kyc_links: dict[str, dict[str, Any]] = {}
+        self._scanning, self._since = False, -1  # the list's last page was full, from when
         self.customers: dict[str, dict[str, Any]] = {}
         self.accounts: dict[str, dict[str, Any]] = {}
         self.transfers: dict[str, dict[str, Any]] = {}
@@ -438,26 +440,31 @@ class FakeProvider(ThreadingHTTPServer):
         return dict(json.loads(json.dumps(transfer)))  # a copy
 
     def _list_transfers(self, query: dict[str, str]) -> dict[str, Any]:
-        """Every open transfer moves one state; then those updated after
-        ``updated_after_ms``, least recently updated first, at most ``limit``."""
-        for transfer in self.transfers.values():
-            self._step(transfer)
+        """Those updated after ``updated_after_ms``, least recently updated first, at most
+        ``limit``. A scan first moves every open transfer one state: its further pages
+        follow a full page and ask from a later time."""
         limit = _limit(query)
         after = query.get("updated_after_ms")
+        since = int(after) if after is not None and after.isdigit() else -1
+        if not self._scanning or since <= self._since:
+            for transfer in self.transfers.values():
+                self._step(transfer)
+        self._since = since
         found = list(self.transfers.values())
         if after is not None:
             if not after.isdigit():
                 raise _Refused(400, "invalid_parameters", "updated_after_ms", "updated_after_ms")
             found = [t for t in found if _millis(t["updated_at"]) > int(after)]
-        found.sort(key=lambda t: (t["updated_at"], t["id"]))
+        found.sort(key=lambda t: t["updated_at"])  # ties: in the order made
         page = json.loads(json.dumps(found[:limit]))
+        self._scanning = len(page) == limit
         return {"count": len(page), "data": page}
 
     def _customer_transfers(self, query: dict[str, str], customer_id: str) -> dict[str, Any]:
         """A customer's transfers, newest first, after the transfer ``starting_after``."""
         self._customer(customer_id)
-        found = [t for t in self.transfers.values() if t["on_behalf_of"] == customer_id]
-        found.sort(key=lambda t: (t["created_at"], t["id"]), reverse=True)
+        found = [t for t in self.transfers.values() if t["on_behalf_of"] == customer_id][::-1]
+        found.sort(key=lambda t: t["created_at"], reverse=True)  # ties: the last made first
         if (after := query.get("starting_after")) is not None:
             ids = [t["id"] for t in found]
             found = found[ids.index(after) + 1 :] if after in ids else []
