@@ -186,7 +186,7 @@ def test_the_fake_refuses_owner_names_the_provider_refuses(env: Env) -> None:
     fiat = HttpFiat(env.fake.url, api_key=env.fake.api_key)
     started = fiat.start_onboarding("Acme", idempotency_key=new_key(), email="ops@acme.example")
     env.fake.approve(started.customer_id)
-    for name in ("AB", "A" * 36, "Acme – Ops"):  # too short, too long, not ASCII
+    for name in ("AB", "A" * 36, "Acme \u00e9 Ops"):  # too short, too long, not ASCII
         account = {**ACCOUNT.__dict__, "account_owner_name": name}
         with pytest.raises(UpstreamError, match="account_owner_name"):
             fiat.register_external_account(
