@@ -102,7 +102,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     total = args.deposits * (args.rounds + 1)  # with the warm-up turn
     with ExitStack() as stack:
         node = stack.enter_context(start_anvil())
-        anvil = RpcChain(ChainConfig.parse(CHAIN_ID, deploy_contracts(node.url)))
+        anvil = RpcChain.from_config(ChainConfig.parse(CHAIN_ID, deploy_contracts(node.url)))
         sides = [
             open_side(stack, "devnet", f"sqlite:///{workdir}/devnet.db", "devnet://", total),
             open_side(stack, "anvil", f"sqlite:///{workdir}/anvil.db", anvil, total),

@@ -26,6 +26,13 @@ def devnet() -> Iterator[DevnetChain]:
     chain.close()
 
 
+def step(fiat: SandboxFiat, transfer_id: str) -> ProviderTransfer:
+    """One worker pass: the sandbox's step, then the read."""
+    fiat.advance([transfer_id])
+    (view,) = fiat.transfers([transfer_id])
+    return view
+
+
 def usdc_of(chain: DevnetChain, address: str) -> int:
     data = chain.call(chain.addresses["USDC"], BALANCE_OF.encode(address))
     return int(BALANCE_OF.decode(data)[0])
@@ -58,7 +65,7 @@ def test_an_onramp_payout_is_minted_on_the_chain(devnet: DevnetChain) -> None:
     account = fiat.register_external_account(customer, ACCOUNT, idempotency_key="a")
     request = suite.onramp(account, "12.5", "0.5")
     made = fiat.create_transfer(customer, request, idempotency_key="t")
-    views = [fiat.transfers([made.id])[0] for _ in range(3)]
+    views = [step(fiat, made.id) for _ in range(3)]
     assert views[-1].state == "payment_processed"
     assert devnet.receipts([views[-1].destination_tx_hash or ""])[0] is not None
     assert usdc_of(devnet, request.to_address) == to_raw("12", 6)
@@ -85,14 +92,51 @@ def test_bound_to_a_store_it_remembers_everything_across_instances(
     made = first.create_transfer(
         customer, TestSandboxFiat().onramp(account, "3", "0"), idempotency_key="t"
     )
-    assert first.transfers([made.id])[0].state == "funds_received"
+    assert step(first, made.id).state == "funds_received"
 
     again = provider()
     assert again.create_customer("Acme", idempotency_key="c") == customer
     assert again.accounts == {account: ACCOUNT}
     assert again.create_virtual_account(customer, idempotency_key="v") == virtual
     assert again.wallet_balance(customer, virtual.wallet_id) == "12.25"
-    views = [again.transfers([made.id])[0] for _ in range(2)]
+    views = [step(again, made.id) for _ in range(2)]
     assert [v.state for v in views] == ["payment_submitted", "payment_processed"]
     assert views[0].destination_tx_hash == views[1].destination_tx_hash  # paid once
+    storage.close()
+
+
+def test_reading_changes_nothing(devnet: DevnetChain, storage_url: str) -> None:
+    """Reading the sandbox's state twice (transfers, a virtual account, its wallet's
+    balance) answers the same, moves no transfer and sends no transaction; its step
+    moves each open transfer once."""
+    storage = open_storage(storage_url)
+    migrate(storage, now="2026-01-01T00:00:00.000000Z")
+    fiat = SandboxFiat()
+    fiat.bind(FiatContext(chain=lambda chain_id: devnet, storage=storage))
+    customer = fiat.create_customer("Acme", idempotency_key="c")
+    account = fiat.register_external_account(customer, ACCOUNT, idempotency_key="a")
+    virtual = fiat.create_virtual_account(customer, idempotency_key="v")
+    fiat.deposit_to_virtual_account(virtual.id, "5")
+    suite = TestSandboxFiat()
+    onramp = fiat.create_transfer(customer, suite.onramp(account, "3", "0"), idempotency_key="1")
+    offramp = fiat.create_transfer(customer, suite.offramp(account), idempotency_key="2")
+    ids = [onramp.id, offramp.id]
+    step(fiat, onramp.id)  # funds_received: the next step pays out
+
+    def state() -> tuple[object, ...]:
+        return (
+            fiat.transfers(ids),
+            fiat.create_virtual_account(customer, idempotency_key="v"),
+            fiat.wallet_balance(customer, virtual.wallet_id),
+            fiat.accounts,
+        )
+
+    head = devnet.head()
+    first = state()
+    assert state() == first
+    assert devnet.head() == head  # no transaction: nothing minted, nothing sent
+    assert [v.state for v in first[0]] == ["funds_received", "awaiting_funds"]
+    fiat.advance(ids)
+    assert [v.state for v in fiat.transfers(ids)] == ["payment_submitted", "awaiting_funds"]
+    assert devnet.head() == head + 1  # the payout, minted by the step
     storage.close()

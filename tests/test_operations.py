@@ -6,17 +6,19 @@ import inspect
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import httpx
 import pytest
 from flask import Flask
 
 from treasury import Treasury
+from treasury._infra.models import Deleted, Replayable
 from treasury._records.events import emit
 from treasury.http import create_app, create_blueprint
 from treasury.http._blueprint import flask_rule
-from treasury.operations import OPERATIONS
+from treasury.operations import CHAIN as CHAIN_PARAM
+from treasury.operations import OPERATIONS, Operation, PathParam, routes, selected
 from treasury.testing.server import serve
 
 from .conftest import MASTER_KEY, make_tenant
@@ -49,9 +51,12 @@ def live(module_storage_url: str) -> Iterator[dict[str, Any]]:
                  wallet_address=None, data={}, now=t.now().isoformat())  # fmt: skip
         delivery = tenant.org.webhooks.deliveries(hook.id).data[0].id
         moved = tenant.org.transfers.create(onramp(bank, wallet.address), idempotency_key="t")
+        t.chain(CHAIN).faucet(wallet.address, "c0", "1")
+        period = t.close_yield_period()  # a published period to read whole
+        assert period is not None
         yield {
             "client": client, "t": t, "wallet": wallet, "hook": hook, "gone": gone,
-            "bank": bank, "transfer": moved, "delivery": delivery,
+            "bank": bank, "transfer": moved, "delivery": delivery, "period": period.period_id,
         }  # fmt: skip
     t.close()
 
@@ -89,6 +94,7 @@ def samples(live: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
         "webhooks.retry_delivery": ("POST", f"/v1/webhooks/{hook.id}/deliveries/{live['delivery']}/retry", {}),
         "webhooks.delete": ("DELETE", f"/v1/webhooks/{hook.id}", {}),
         "yield_artifacts.list": ("GET", "/v1/yield/artifacts", {"headers": {"x-api-key": ""}}),
+        "yield_artifacts.get": ("GET", f"/v1/yield/artifacts?periodId={live['period']}", {"headers": {"x-api-key": ""}}),
         "yields.claims": ("GET", f"/v1/yield/{wallet.address}?chainId={CHAIN}", {}),
         "swaps.prepare_deposit": ("POST", f"/v1/{CHAIN}/deposit/prepare", {"json": prepare}),
         "swaps.prepare_withdraw": ("POST", f"/v1/{CHAIN}/withdraw/prepare", {"json": prepare}),
@@ -125,14 +131,42 @@ def test_the_blueprint_serves_exactly_the_table(treasury):
     assert served == table | {("GET", "/v1/openapi.json")}  # and its OpenAPI document
 
 
-def test_names_are_the_python_methods_they_run(treasury, tenant):
+def test_each_runs_a_python_method_answering_its_response(treasury, tenant):
     for op in OPERATIONS:
         root = treasury if op.public else tenant.org
         method = op.handler(root)
-        assert callable(method), op.name
+        assert get_type_hints(method)["return"] == op.response, op.name  # one answer type
         takes_key = "idempotency_key" in inspect.signature(method).parameters
         assert takes_key == (op.idempotency is not None), op.name
+        if op.idempotency is not None:  # its answer says whether the key replayed it
+            assert issubclass(op.response, Replayable), op.name
+        if op.chunks is not None:
+            assert callable(op.chunks(tenant.org)), op.name
     assert len({op.name for op in OPERATIONS}) == len(OPERATIONS)
+
+
+def test_path_parameters_are_declared_once_in_the_order_of_the_path():
+    with pytest.raises(ValueError, match="path_params"):
+        Operation("x.get", "GET", "/x/{id}", Deleted, lambda org: org.wallets.delete)
+    with pytest.raises(ValueError, match="path_params"):
+        swapped = (PathParam("id", int), CHAIN_PARAM)
+        Operation(
+            "x.get",
+            "GET",
+            "/{chainId}/x/{id}",
+            Deleted,
+            lambda o: o.wallets.delete,
+            path_params=swapped,
+        )
+
+
+def test_a_query_parameter_selects_the_second_operation_of_a_route():
+    (route,) = [ops for ops in routes() if ops[0].path == "/yield/artifacts"]
+    assert [op.name for op in route] == ["yield_artifacts.list", "yield_artifacts.get"]
+    assert selected(route, {}).name == "yield_artifacts.list"
+    assert selected(route, {"chainId": "1"}).name == "yield_artifacts.list"
+    assert selected(route, {"periodId": "2967"}).name == "yield_artifacts.get"
+    assert [op.cache for op in route] == [None, "forever"]  # only one period is immutable
 
 
 def test_no_path_string_outside_the_table_and_the_http_package():

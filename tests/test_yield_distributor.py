@@ -13,6 +13,7 @@ from web3.exceptions import ContractLogicError
 
 from treasury.backends.chain.devnet import DevnetChain
 from treasury.evm.abi import BALANCE_OF, calldata
+from treasury.yields.publication import post_root
 
 from .helpers import claim_leaf, sorted_pair
 
@@ -94,16 +95,18 @@ def test_a_holder_claims_its_amount_once_with_its_proof(devnet):
 
 
 def post_and_claim(chain: Any) -> None:
-    """`chain.post_yield_root` funds the distributor and posts a one-leaf root; the holder
-    claims exactly its amount."""
+    """`post_root` (the yields domain, with the test chain's key) funds the distributor
+    and posts a one-leaf root; the holder claims exactly its amount; posting it again
+    sends nothing."""
     holder = Account.create()
     chain.faucet(holder.address, "ETH", "1")
     distributor, c0 = chain.addresses["yield_distributor"], chain.addresses["c0"]
     amount, period = 4_200_000_000_000, 3001
     root = claim_leaf(0, holder.address.lower(), amount)  # one leaf: the root, an empty proof
     before = BALANCE_OF.decode(call_on(chain, c0, BALANCE_OF.encode(distributor)))[0]
-    assert chain.post_yield_root(period, "0x" + root.hex(), amount) is not None
+    assert post_root(chain, period, "0x" + root.hex(), amount)
     assert call_on(chain, distributor, calldata("roots(uint256)", period)) == root
+    assert post_root(chain, period, "0x" + root.hex(), amount) == ""
     after = BALANCE_OF.decode(call_on(chain, c0, BALANCE_OF.encode(distributor)))[0]
     assert after - before == amount
     claim = calldata(CLAIM, period, 0, holder.address.lower(), amount, [])
@@ -123,13 +126,24 @@ def test_anvil_with_a_minter_key_posts_a_root_with_its_total(anvil_config):
     from treasury.backends.chain import ChainConfig
     from treasury.backends.chain.rpc import RpcChain
 
-    chain = RpcChain(ChainConfig.parse(31337, anvil_config))
+    chain = RpcChain.from_config(ChainConfig.parse(31337, anvil_config))
+    plain = RpcChain.from_config(ChainConfig.parse(31337, {**anvil_config, "minter_key": None}))
     try:
         post_and_claim(chain)
-        without = {**anvil_config, "minter_key": None}
-        assert (
-            RpcChain(ChainConfig.parse(31337, without)).post_yield_root(1, "0x" + "1" * 64, 1)
-            is None
-        )
+        assert post_root(plain, 1, "0x" + "1" * 64, 1) is None  # no key: not ours to post
+    finally:
+        chain.close()
+        plain.close()
+
+
+def test_a_key_that_does_not_operate_the_distributor_posts_nothing(anvil_config):
+    """A minter key is not enough: the distributor's operator() must be its address."""
+    from treasury.backends.chain import ChainConfig
+    from treasury.backends.chain.rpc import RpcChain
+
+    other = {**anvil_config, "minter_key": Account.create().key.hex()}
+    chain = RpcChain.from_config(ChainConfig.parse(31337, other))
+    try:
+        assert post_root(chain, 1, "0x" + "1" * 64, 1) is None
     finally:
         chain.close()

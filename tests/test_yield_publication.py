@@ -88,6 +88,11 @@ def test_a_week_of_snapshots_becomes_a_frozen_listed_period(new_storage_url):
         missing = httpx.get(f"{url}/v1/yield/artifacts", params={"periodId": "1"})
         assert missing.status_code == 404 and "not published" in missing.json()["error"]
         assert httpx.get(f"{url}/v1/yield/artifacts", params={"periodId": "x"}).status_code == 400
+        on_chain = httpx.get(f"{url}/v1/yield/artifacts", params={"chainId": CHAIN})
+        assert on_chain.json() == listed.json()  # the list, of one chain
+        for chain_id, status in (("abc", 400), ("5", 404)):
+            answer = httpx.get(f"{url}/v1/yield/artifacts", params={"chainId": chain_id})
+            assert answer.status_code == status, answer.text
     period = whole.json()
     assert {k: period[k] for k in artifact} == artifact  # the listed fields, and more
     assert period["leafEncoding"] == ["uint256", "address", "uint256"]

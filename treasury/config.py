@@ -50,7 +50,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = 256 * 1024
     sweep_minimum: str = "1.00"  # virtual wallets sweep USDC/USDT above this into c0
     snapshot_interval: int = 3600  # seconds between snapshots of holders' c0 (yield)
-    deposit_confirmations: int | None = None  # None: 0 on a chain that can mint, 12 elsewhere
+    deposit_confirmations: int | None = None  # None: each chain's (`Chain.confirmations`)
 
     @classmethod
     def settings_customise_sources(

@@ -1,25 +1,31 @@
 """The table of operations: every `/v1` operation, declared once.
 
-Each `Operation` names its method and path (under the ``/v1`` prefix), its input and
-response models, its success status, whether it takes an Idempotency-Key, whether it is
-public, and the Python method it runs: its name is that method's path on the
-organization handle (``"wallets.create"`` is ``org.wallets.create``; public operations
-run on the `Treasury` itself). The HTTP blueprint is generated from this table, the
+Each `Operation` names its method and path (under the ``/v1`` prefix) with the path's
+parameters, its input and response models, its success status, whether it takes an
+Idempotency-Key, its HTTP caching, and the Python method it runs: `runs` takes an
+organization's handle and gives that method (``lambda org: org.wallets.create``), or
+`runs_public` takes the `Treasury` for a public operation. The name is the operation's
+own (``"wallets.create"``). The HTTP blueprint is generated from this table, the
 idempotency fingerprint uses the name, and the OpenAPI document and the typed client
 read it too; no other module repeats a path or a status.
 
+One method and path may be two operations when a query parameter selects the second
+(`selected_by`): ``GET /yield/artifacts`` lists, and with ``periodId`` answers one period.
+
 `invoke` is how a front end runs an operation from raw request parts: an unsupported
 chain is a 404 first; every input (header, path, query, body) is validated together, so
-one 400 lists every failing field; then the method is called as a Python user would call it: path parameters in
-order, then the body, then query parameters and ``idempotency_key`` as keywords.
+one 400 lists every failing field; then the method is called as a Python user would call
+it: path parameters in order, then the body, then query parameters and
+``idempotency_key`` as keywords.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, get_args, get_origin
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Generic, Literal, Protocol, TypeVar, cast, get_args, get_origin
 
 import pydantic
 from pydantic import BaseModel
@@ -37,21 +43,31 @@ from ._infra.models import (
 )
 from ._infra.validation import field_errors, value_errors
 from ._records.transactions import TxHash
-from .balances import TokenBalance
-from .bank_accounts import BankAccount, BankAccountRow, CreateBankAccount
+from .balances import Balances, TokenBalance
+from .bank_accounts import BankAccount, BankAccountRow, BankAccounts, CreateBankAccount
 from .errors import ValidationError
-from .recipients import CreateRecipient, Recipient, UpdateRecipient
-from .swaps import Prepared, PrepareSwap
-from .test_helpers import Faucet, Funded
-from .transactions import Recorded, RecordTransaction, Transaction
+from .recipients import CreateRecipient, Recipient, Recipients, UpdateRecipient
+from .swaps import Prepared, PrepareSwap, Swaps
+from .test_helpers import Faucet, Funded, TestHelpers
+from .transactions import Recorded, RecordTransaction, Transaction, Transactions
 from .transactions.models import TransactionsQuery
-from .transfers import CreateTransfer, Transfer
-from .virtual import VirtualAccount, VirtualWallet
-from .wallets import CreateWallet, TrackedWalletResponse, TrackWallet, UpdateWallet, Wallet
-from .webhooks import CreatedWebhook, CreateWebhook, Delivery, Webhook
+from .transfers import CreateTransfer, Transfer, Transfers
+from .virtual import VirtualAccount, VirtualAccountGroup, VirtualWallet, VirtualWalletGroup
+from .wallets import (
+    CreateWallet,
+    TrackedWalletResponse,
+    TrackWallet,
+    UpdateWallet,
+    Wallet,
+    Wallets,
+)
+from .webhooks import CreatedWebhook, CreateWebhook, Delivery, Webhook, Webhooks
 from .webhooks.models import DeliveryId
+from .yields import Yields
+from .yields.artifacts import YieldArtifacts
 from .yields.models import (
     ArtifactQuery,
+    ArtifactsQuery,
     ClaimsQuery,
     YieldArtifact,
     YieldClaim,
@@ -64,43 +80,114 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 PREFIX = "/v1"  # where the API is served by default, and where clients look for it
 
 
+R = TypeVar("R", bound=BaseModel)
+PATH_PARAM = re.compile(r"\{(\w+)\}")  # a parameter in a path: ``{name}``
+
+
+class Handle(Protocol):
+    """What an organization's operations run on: its handle (`OrganizationHandle`)."""
+
+    @property
+    def transfers(self) -> Transfers: ...
+    @property
+    def virtual_account(self) -> VirtualAccountGroup: ...
+    @property
+    def virtual_wallet(self) -> VirtualWalletGroup: ...
+    @property
+    def wallets(self) -> Wallets: ...
+    @property
+    def recipients(self) -> Recipients: ...
+    @property
+    def bank_accounts(self) -> BankAccounts: ...
+    @property
+    def webhooks(self) -> Webhooks: ...
+    @property
+    def yields(self) -> Yields: ...
+    @property
+    def swaps(self) -> Swaps: ...
+    @property
+    def transactions(self) -> Transactions: ...
+    @property
+    def balances(self) -> Balances: ...
+    @property
+    def test_helpers(self) -> TestHelpers: ...
+    def require_chain(self, chain_id: int) -> None: ...
+
+
+class Public(Protocol):
+    """What a public operation runs on: the `Treasury`, without an organization."""
+
+    @property
+    def yield_artifacts(self) -> YieldArtifacts: ...
+
+
 @dataclass(frozen=True)
-class Operation:
+class PathParam:
+    """A parameter of an operation's path: its name in the path, its type, and whether it
+    is a chain id (a chain that is not configured is a 404 before any input is checked)."""
+
+    name: str
+    type: Any
+    chain: bool = False
+
+    @property
+    def integer(self) -> bool:
+        """Whether its type is an integer (``int`` or an annotated ``int``)."""
+        kind = get_args(self.type)[0] if get_origin(self.type) is Annotated else self.type
+        return kind is int
+
+
+@dataclass(frozen=True)
+class Operation(Generic[R]):
     name: str
     method: Literal["GET", "POST", "PATCH", "DELETE"]
     path: str
-    response: Any  # a `Resource` type, or a union of two (one path, two answers)
+    response: type[R]
+    #: The method it runs, from an organization's handle (None: a public operation).
+    runs: Callable[[Handle], Callable[..., R]] | None = None
+    #: The method a public operation runs, from the `Treasury` (no API key).
+    runs_public: Callable[[Public], Callable[..., R]] | None = None
     status: int = 200
     body: type[BaseModel] | None = None
     query: type[BaseModel] | None = None
-    path_params: Mapping[str, Any] = field(default_factory=dict)
+    #: The parameters of `path`, in the order they appear there.
+    path_params: tuple[PathParam, ...] = ()
     idempotency: Literal["required", "optional"] | None = None
-    public: bool = False
-    calls: str | None = None  # the method, when another operation's (one method, two paths)
     #: For a list without bound: the method that yields its items in chunks, read from
     #: the store as they are consumed, which a front end may stream (same arguments).
-    chunks: str | None = None
+    chunks: Callable[[Handle], Callable[..., Iterator[list[Any]]]] | None = None
+    #: ``"forever"``: the answer never changes once made (a published yield period):
+    #: HTTP serves it with a strong ETag, cached for a year, 304 on a match.
+    cache: Literal["forever"] | None = None
+    #: The query parameter (as sent) that selects this operation over the one of the
+    #: same method and path without it.
+    selected_by: str | None = None
     summary: str = ""
 
-    @property
-    def method_path(self) -> tuple[str, str]:
-        """The handle attribute and method name this operation runs."""
-        group, _, method = (self.calls or self.name).partition(".")
-        return group, method
+    def __post_init__(self) -> None:
+        named = tuple(PATH_PARAM.findall(self.path))
+        if named != tuple(param.name for param in self.path_params):
+            raise ValueError(f"{self.name}: path_params must be {named}, in that order")
+        if (self.runs is None) == (self.runs_public is None):
+            raise ValueError(f"{self.name}: give exactly one of runs and runs_public")
 
-    def handler(self, root: Any, *, chunked: bool = False) -> Callable[..., Any]:
-        """The bound method on `root` (an organization handle, or the `Treasury`); with
-        `chunked`, the method of `chunks`."""
-        group, method = self.method_path
-        if chunked and self.chunks is not None:
-            group, _, method = self.chunks.partition(".")
-        function: Callable[..., Any] = getattr(getattr(root, group), method)
-        return function
+    @property
+    def public(self) -> bool:
+        """Whether it runs without an API key (on the `Treasury`)."""
+        return self.runs_public is not None
+
+    def handler(self, root: Handle | Public) -> Callable[..., R]:
+        """The bound method on `root`: an organization's handle, or for a public
+        operation the `Treasury`."""
+        if self.runs_public is not None:
+            return self.runs_public(cast(Public, root))
+        assert self.runs is not None
+        return self.runs(cast(Handle, root))
 
 
 def invoke(
-    operation: Operation,
-    root: Any,
+    operation: Operation[Any],
+    root: Handle | Public,
     *,
     path: Mapping[str, Any],
     query: Mapping[str, Any],
@@ -109,10 +196,11 @@ def invoke(
     chunked: bool = False,
 ) -> Any:
     """Validate every input of a request together (one 400 lists every failing field),
-    then run the operation's method on `root` (with `chunked`, its `chunks` method: an
-    iterator of lists of items)."""
-    if isinstance(path.get("chainId"), int):
-        root.require_chain(path["chainId"])  # an unsupported chain is 404 before all else
+    then run the operation's method on `root` (with `chunked` and an operation that has
+    `chunks`, that method: an iterator of lists of items)."""
+    for param in operation.path_params:
+        if param.chain and isinstance(path.get(param.name), int):  # 404 before all else
+            cast(Handle, root).require_chain(path[param.name])
     problems: list[dict[str, str]] = []
     key = headers.get(IDEMPOTENCY_HEADER)
     if key is None and operation.idempotency == "required":
@@ -120,19 +208,37 @@ def invoke(
     elif key is not None and not 1 <= len(key) <= MAX_KEY_LENGTH:
         message = f"must be a string of 1 to {MAX_KEY_LENGTH} characters"
         problems.append(_problem("header", IDEMPOTENCY_HEADER, message))
-    for name, annotation in operation.path_params.items():
-        problems += value_errors(annotation, path.get(name), "path", name)
+    for param in operation.path_params:
+        problems += value_errors(param.type, path.get(param.name), "path", param.name)
     parsed_query = _parsed(operation.query, query, "query", problems)
     parsed_body = _parsed(operation.body, body, "body", problems)
     if problems:
         raise ValidationError.fields(problems)
-    args: list[Any] = [path[name] for name in operation.path_params]
+    args: list[Any] = [path[param.name] for param in operation.path_params]
     if parsed_body is not None:
         args.append(parsed_body)
     kwargs: dict[str, Any] = dict(parsed_query) if parsed_query is not None else {}
     if operation.idempotency is not None:
         kwargs["idempotency_key"] = key
-    return operation.handler(root, chunked=chunked)(*args, **kwargs)
+    if chunked and operation.chunks is not None:
+        return operation.chunks(cast(Handle, root))(*args, **kwargs)
+    return operation.handler(root)(*args, **kwargs)
+
+
+def routes() -> list[list[Operation[Any]]]:
+    """The operations of the table grouped by method and path, in table order: one HTTP
+    route each (two operations when a query parameter selects the second)."""
+    grouped: dict[tuple[str, str], list[Operation[Any]]] = {}
+    for operation in OPERATIONS:
+        grouped.setdefault((operation.method, operation.path), []).append(operation)
+    return list(grouped.values())
+
+
+def selected(operations: Sequence[Operation[Any]], query: Mapping[str, Any]) -> Operation[Any]:
+    """Of the operations of one method and path, the one that `query` selects: the first
+    whose `selected_by` parameter it holds, else the one without `selected_by`."""
+    default = next(op for op in operations if op.selected_by is None)
+    return next((op for op in operations if op.selected_by in query), default)
 
 
 def _parsed(
@@ -151,150 +257,175 @@ def _problem(location: str, field_name: str, message: str) -> dict[str, str]:
     return {"location": location, "field": field_name, "message": message}
 
 
-def is_integer(annotation: Any) -> bool:
-    """Whether a path parameter's type is an integer (``int`` or an annotated ``int``)."""
-    if get_origin(annotation) is Annotated:
-        annotation = get_args(annotation)[0]
-    return annotation is int
+CHAIN = PathParam("chainId", ChainId, chain=True)
+ADDRESS = PathParam("address", Address)
+ROW_ID = PathParam("id", RowId)
 
-
-CHAIN = {"chainId": ChainId}
-
-OPERATIONS: tuple[Operation, ...] = (
+OPERATIONS: tuple[Operation[Any], ...] = (
     Operation(
-        "transfers.create", "POST", "/transfers", Transfer, 201, body=CreateTransfer,
-        idempotency="required", summary="Move value between a bank, wallets and c0",
+        "transfers.create", "POST", "/transfers", Transfer, lambda org: org.transfers.create,
+        status=201, body=CreateTransfer, idempotency="required",
+        summary="Move value between a bank, wallets and c0",
     ),
     Operation(
-        "transfers.list", "GET", "/transfers", Page[Transfer], query=PageQuery,
-        summary="The transfers feed, newest first",
+        "transfers.list", "GET", "/transfers", Page[Transfer], lambda org: org.transfers.list,
+        query=PageQuery, summary="The transfers feed, newest first",
     ),
     Operation(
-        "transfers.get", "GET", "/transfers/{id}", Transfer, path_params={"id": uuid.UUID},
-        summary="One transfer",
+        "transfers.get", "GET", "/transfers/{id}", Transfer, lambda org: org.transfers.get,
+        path_params=(PathParam("id", uuid.UUID),), summary="One transfer",
     ),
     Operation(
         "virtual_account.get", "GET", "/virtual-account", VirtualAccount,
+        lambda org: org.virtual_account.get,
         summary="The organization's virtual account (provisioned on first call)",
     ),
     Operation(
         "virtual_wallet.get", "GET", "/virtual-wallet", VirtualWallet,
+        lambda org: org.virtual_wallet.get,
         summary="The organization's virtual wallet (provisioned on first call)",
     ),
     Operation(
-        "wallets.create", "POST", "/wallets", Wallet, 201, body=CreateWallet,
-        idempotency="required", summary="Create a custody-managed wallet",
+        "wallets.create", "POST", "/wallets", Wallet, lambda org: org.wallets.create,
+        status=201, body=CreateWallet, idempotency="required",
+        summary="Create a custody-managed wallet",
     ),
     Operation(
-        "wallets.list", "GET", "/wallets", ListOf[Wallet], query=ListQuery,
-        chunks="wallets.chunks", summary="List the organization's wallets",
+        "wallets.list", "GET", "/wallets", ListOf[Wallet], lambda org: org.wallets.list,
+        query=ListQuery, chunks=lambda org: org.wallets.chunks,
+        summary="List the organization's wallets",
     ),
     Operation(
-        "wallets.track", "POST", "/wallets/track", TrackedWalletResponse, 201,
-        body=TrackWallet, idempotency="optional", summary="Track a watch-only wallet",
+        "wallets.track", "POST", "/wallets/track", TrackedWalletResponse,
+        lambda org: org.wallets.track, status=201, body=TrackWallet, idempotency="optional",
+        summary="Track a watch-only wallet",
     ),
     Operation(
-        "wallets.get", "GET", "/wallets/{address}", Wallet, path_params={"address": Address},
-        summary="One wallet by its address",
+        "wallets.get", "GET", "/wallets/{address}", Wallet, lambda org: org.wallets.get,
+        path_params=(ADDRESS,), summary="One wallet by its address",
     ),
     Operation(
-        "wallets.update", "PATCH", "/wallets/{address}", Wallet, body=UpdateWallet,
-        path_params={"address": Address}, summary="Rename a wallet",
+        "wallets.update", "PATCH", "/wallets/{address}", Wallet, lambda org: org.wallets.update,
+        body=UpdateWallet, path_params=(ADDRESS,), summary="Rename a wallet",
     ),
     Operation(
         "wallets.delete", "DELETE", "/wallets/{address}", Deleted,
-        path_params={"address": Address}, summary="Remove a wallet from the organization",
+        lambda org: org.wallets.delete, path_params=(ADDRESS,),
+        summary="Remove a wallet from the organization",
     ),
     Operation(
-        "recipients.create", "POST", "/recipients", Recipient, 201, body=CreateRecipient,
+        "recipients.create", "POST", "/recipients", Recipient,
+        lambda org: org.recipients.create, status=201, body=CreateRecipient,
         idempotency="required", summary="Save a recipient address",
     ),
     Operation(
-        "recipients.list", "GET", "/recipients", ListOf[Recipient], query=ListQuery,
-        chunks="recipients.chunks", summary="List saved recipients",
+        "recipients.list", "GET", "/recipients", ListOf[Recipient],
+        lambda org: org.recipients.list, query=ListQuery,
+        chunks=lambda org: org.recipients.chunks, summary="List saved recipients",
     ),
     Operation(
-        "recipients.update", "PATCH", "/recipients/{id}", Recipient, body=UpdateRecipient,
-        path_params={"id": RowId}, summary="Change a recipient's address or label",
+        "recipients.update", "PATCH", "/recipients/{id}", Recipient,
+        lambda org: org.recipients.update, body=UpdateRecipient, path_params=(ROW_ID,),
+        summary="Change a recipient's address or label",
     ),
     Operation(
-        "recipients.delete", "DELETE", "/recipients/{id}", Deleted, path_params={"id": RowId},
+        "recipients.delete", "DELETE", "/recipients/{id}", Deleted,
+        lambda org: org.recipients.delete, path_params=(ROW_ID,),
         summary="Remove a recipient",
     ),
     Operation(
-        "bank_accounts.create", "POST", "/bank-accounts", BankAccount, 201,
-        body=CreateBankAccount, idempotency="optional",
-        summary="Register a bank account with the fiat provider",
+        "bank_accounts.create", "POST", "/bank-accounts", BankAccount,
+        lambda org: org.bank_accounts.create, status=201, body=CreateBankAccount,
+        idempotency="optional", summary="Register a bank account with the fiat provider",
     ),
     Operation(
         "bank_accounts.list", "GET", "/bank-accounts", ListOf[BankAccountRow],
-        summary="List bank accounts",
+        lambda org: org.bank_accounts.list, summary="List bank accounts",
     ),
     Operation(
-        "webhooks.create", "POST", "/webhooks", CreatedWebhook, 201, body=CreateWebhook,
-        idempotency="optional", summary="Register a webhook (its secret is shown once)",
+        "webhooks.create", "POST", "/webhooks", CreatedWebhook, lambda org: org.webhooks.create,
+        status=201, body=CreateWebhook, idempotency="optional",
+        summary="Register a webhook (its secret is shown once)",
     ),
-    Operation("webhooks.list", "GET", "/webhooks", ListOf[Webhook], summary="List webhooks"),
+    Operation(
+        "webhooks.list", "GET", "/webhooks", ListOf[Webhook], lambda org: org.webhooks.list,
+        summary="List webhooks",
+    ),
     Operation(
         "webhooks.deliveries", "GET", "/webhooks/{id}/deliveries", Page[Delivery],
-        query=PageQuery, path_params={"id": RowId},
+        lambda org: org.webhooks.deliveries, query=PageQuery, path_params=(ROW_ID,),
         summary="A webhook's deliveries, newest first",
     ),
     Operation(
         "webhooks.retry_delivery", "POST", "/webhooks/{id}/deliveries/{deliveryId}/retry",
-        Delivery, path_params={"id": RowId, "deliveryId": DeliveryId},
+        Delivery, lambda org: org.webhooks.retry_delivery,
+        path_params=(ROW_ID, PathParam("deliveryId", DeliveryId)),
         summary="Send one delivery again now",
     ),
     Operation(
-        "webhooks.delete", "DELETE", "/webhooks/{id}", Deleted,
-        path_params={"id": RowId}, summary="Delete a webhook",
+        "webhooks.delete", "DELETE", "/webhooks/{id}", Deleted, lambda org: org.webhooks.delete,
+        path_params=(ROW_ID,), summary="Delete a webhook",
     ),
     Operation(
-        "yield_artifacts.list", "GET", "/yield/artifacts", ListOf[YieldArtifact] | YieldPeriod,
-        query=ArtifactQuery, public=True,
-        summary="Published yield periods; with periodId, one period whole (public, immutable)",
+        "yield_artifacts.list", "GET", "/yield/artifacts", ListOf[YieldArtifact],
+        runs_public=lambda t: t.yield_artifacts.list, query=ArtifactsQuery,
+        summary="Published yield periods, newest first; with periodId, one period whole (public)",
     ),
     Operation(
-        "yields.claims", "GET", "/yield/{address}", ListOf[YieldClaim], query=ClaimsQuery,
-        path_params={"address": Address}, summary="An address's yield claims and their status",
+        "yield_artifacts.get", "GET", "/yield/artifacts", YieldPeriod,
+        runs_public=lambda t: t.yield_artifacts.get, query=ArtifactQuery,
+        cache="forever", selected_by="periodId",
+        summary="One published yield period whole (public, immutable)",
+    ),
+    Operation(
+        "yields.claims", "GET", "/yield/{address}", ListOf[YieldClaim],
+        lambda org: org.yields.claims, query=ClaimsQuery, path_params=(ADDRESS,),
+        summary="An address's yield claims and their status",
     ),
     Operation(
         "swaps.prepare_deposit", "POST", "/{chainId}/deposit/prepare", Prepared,
-        body=PrepareSwap, path_params=CHAIN, summary="Steps to deposit a stablecoin into c0",
+        lambda org: org.swaps.prepare_deposit, body=PrepareSwap, path_params=(CHAIN,),
+        summary="Steps to deposit a stablecoin into c0",
     ),
     Operation(
         "swaps.prepare_withdraw", "POST", "/{chainId}/withdraw/prepare", Prepared,
-        body=PrepareSwap, path_params=CHAIN, summary="Steps to withdraw c0 to a stablecoin",
+        lambda org: org.swaps.prepare_withdraw, body=PrepareSwap, path_params=(CHAIN,),
+        summary="Steps to withdraw c0 to a stablecoin",
     ),
     Operation(
-        "transactions.record", "POST", "/{chainId}/transactions", Recorded, 201,
-        body=RecordTransaction, path_params=CHAIN, idempotency="optional",
+        "transactions.record", "POST", "/{chainId}/transactions", Recorded,
+        lambda org: org.transactions.record, status=201, body=RecordTransaction,
+        path_params=(CHAIN,), idempotency="optional",
         summary="Record a transaction for indexing",
     ),
     Operation(
         "transactions.list", "GET", "/{chainId}/transactions", Page[Transaction],
-        query=TransactionsQuery, path_params=CHAIN,
+        lambda org: org.transactions.list, query=TransactionsQuery, path_params=(CHAIN,),
         summary="The organization's tracked transactions on a chain, newest first",
     ),
     Operation(
         "transactions.get", "GET", "/{chainId}/transactions/{hash}", Transaction,
-        path_params={**CHAIN, "hash": TxHash}, summary="A tracked transaction and its receipt",
+        lambda org: org.transactions.get, path_params=(CHAIN, PathParam("hash", TxHash)),
+        summary="A tracked transaction and its receipt",
     ),
     Operation(
         "balances.get", "GET", "/{chainId}/balances/{address}", ListOf[TokenBalance],
-        path_params={**CHAIN, "address": Address}, summary="Token balances of an address",
+        lambda org: org.balances.get, path_params=(CHAIN, ADDRESS),
+        summary="Token balances of an address",
     ),
     Operation(
         "yields.estimate", "GET", "/{chainId}/yield/estimate", YieldEstimate,
-        query=YieldQuery, path_params=CHAIN, summary="Yield projection of a c0 balance",
+        lambda org: org.yields.estimate, query=YieldQuery, path_params=(CHAIN,),
+        summary="Yield projection of a c0 balance",
     ),
     Operation(
-        "yields.get", "GET", "/{chainId}/yield", YieldEstimate, query=YieldQuery,
-        path_params=CHAIN, calls="yields.estimate",
+        "yields.get", "GET", "/{chainId}/yield", YieldEstimate, lambda org: org.yields.estimate,
+        query=YieldQuery, path_params=(CHAIN,),
         summary="Yield projection of a c0 balance (same as /yield/estimate)",
     ),
     Operation(
-        "test_helpers.faucet", "POST", "/test-helpers/{chainId}/faucet", Funded, body=Faucet,
-        path_params=CHAIN, summary="Fund an address (only on a chain that can mint)",
+        "test_helpers.faucet", "POST", "/test-helpers/{chainId}/faucet", Funded,
+        lambda org: org.test_helpers.faucet, body=Faucet, path_params=(CHAIN,),
+        summary="Fund an address (only on a chain that can mint)",
     ),
 )  # fmt: skip

@@ -16,10 +16,10 @@ from pydantic import BaseModel
 
 from ..backends.storage.base import Transaction
 from . import idempotency
-from .models import Resource
+from .models import Replayable
 from .runtime import Scope
 
-R = TypeVar("R", bound=Resource)
+R = TypeVar("R", bound=Replayable)
 
 
 class Group:

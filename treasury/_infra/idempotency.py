@@ -46,7 +46,7 @@ from ..errors import (
 )
 from .clock import to_text
 from .jobs import Report
-from .models import Resource
+from .models import Replayable
 from .runtime import Runtime, Scope
 
 KEY_TTL = timedelta(hours=24)
@@ -57,7 +57,7 @@ LEASE = timedelta(seconds=90)
 NOT_STORED = frozenset({400, 401, 429})  # and every status >= 500
 MAX_KEY_LENGTH = 256
 
-R = TypeVar("R", bound=Resource)
+R = TypeVar("R", bound=Replayable)
 
 
 def fingerprint(operation: str, request: BaseModel, path: tuple[object, ...] = ()) -> str:
@@ -217,10 +217,18 @@ def _settle(
 _PURPOSE = "idempotency-outcome"
 
 
-def _secret(result: Resource) -> bool:
-    """Whether a result holds something only ever stored encrypted (a webhook's secret,
-    a routing number, deposit instructions): it says so (`Resource.holds_secret`)."""
-    return result.holds_secret()
+class SealedAtRest:
+    """A result whose stored outcome is kept encrypted (a webhook's secret shown once, a
+    routing number, deposit instructions): a storage rule of the idempotency store,
+    declared by the answer's class (`holds_secret` may look at the instance)."""
+
+    def holds_secret(self) -> bool:
+        return True
+
+
+def _secret(result: Replayable) -> bool:
+    """Whether a result's stored outcome is sealed (`SealedAtRest`)."""
+    return isinstance(result, SealedAtRest) and result.holds_secret()
 
 
 def _kept(runtime: Runtime, body: str, sealed: bool) -> tuple[str | None, bytes | None]:

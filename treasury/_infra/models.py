@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -131,31 +131,9 @@ class Resource(BaseModel):
         frozen=True,
     )
 
-    #: Whether an answer of this type never changes once made (a published yield
-    #: period): HTTP serves it with a strong ETag, cached for a year, 304 on a match.
-    cache_forever: ClassVar[bool] = False
-
-    _replayed: bool = PrivateAttr(default=False)
-
-    #: Whether this resource holds something only ever stored encrypted (a secret shown
-    #: once, a routing number): its idempotent replay is then kept encrypted too.
-    sealed_at_rest: ClassVar[bool] = False
-
-    def holds_secret(self) -> bool:
-        """Whether this instance holds something only ever stored encrypted."""
-        return type(self).sealed_at_rest
-
     def to_json(self) -> dict[str, Any]:
         """The JSON-ready dict that the HTTP API returns."""
         return self.model_dump(mode="json")
-
-    @property
-    def replayed(self) -> bool:
-        """True when an Idempotency-Key replayed this result instead of running again."""
-        return self._replayed
-
-    def mark_replayed(self) -> None:
-        self._replayed = True
 
     def __eq__(self, other: object) -> bool:
         """Equal when the JSON is equal: a replay equals the original."""
@@ -164,6 +142,22 @@ class Resource(BaseModel):
         return type(self) is type(other) and self.to_json() == other.to_json()
 
     __hash__ = None  # type: ignore[assignment]
+
+
+class Replayable(Resource):
+    """The answer of an operation that takes an Idempotency-Key: `replayed` says whether
+    the key replayed a stored outcome instead of running again (over HTTP, the
+    ``Idempotent-Replayed`` header). Only these answers can be replays."""
+
+    _replayed: bool = PrivateAttr(default=False)
+
+    @property
+    def replayed(self) -> bool:
+        """True when an Idempotency-Key replayed this result instead of running again."""
+        return self._replayed
+
+    def mark_replayed(self) -> None:
+        self._replayed = True
 
 
 class Timestamped(Resource):

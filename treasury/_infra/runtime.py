@@ -26,7 +26,7 @@ class Runtime:
     clock: Clock
     chains: ChainRegistry
     signer: Signer
-    deposit_confirmations: int | None = None  # None: 0 where the chain can mint, else 12
+    deposit_confirmations: int | None = None  # None: each chain's (`Chain.confirmations`)
     allow_private_webhook_urls: bool = False
     sweep_minimum: str = "1.00"
     snapshot_interval: int = 3600  # seconds between yield snapshots

@@ -7,7 +7,8 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from .._infra.models import Body, PlainText, Timestamped
+from .._infra.idempotency import SealedAtRest
+from .._infra.models import Body, PlainText, Replayable, Timestamped
 
 _US_ZIP = re.compile(r"^[0-9]{5}(-[0-9]{4})?$")  # ASCII digits: \d takes any Unicode digit
 Text = Annotated[
@@ -72,10 +73,10 @@ class CreateBankAccount(Body):
     address: PostalAddress
 
 
-class BankAccount(Timestamped):
+class BankAccount(Timestamped, Replayable, SealedAtRest):
     """The creation response; `provider_external_account_id` is the list row's `id`."""
 
-    sealed_at_rest = True  # the routing number is only ever stored encrypted
+    # sealed at rest (`SealedAtRest`): the routing number is only ever stored encrypted
 
     id: int
     organization_id: str

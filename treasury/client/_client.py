@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel, TypeAdapter
 
+from .._infra.models import Replayable
 from ..errors import IdempotencyInFlight, RateLimited, TreasuryError
 from ..operations import IDEMPOTENCY_HEADER, OPERATIONS, PREFIX, Operation
 
@@ -89,7 +90,7 @@ class TreasuryClient:
             if cursor is None:
                 return
 
-    def _send(self, operation: Operation, request: httpx.Request) -> Any:
+    def _send(self, operation: Operation[Any], request: httpx.Request) -> Any:
         """Send with the retry policy; the answer parsed as the operation's response."""
         for attempt in range(self.max_retries + 1):
             last = attempt == self.max_retries
@@ -104,7 +105,8 @@ class TreasuryClient:
             else:
                 if answer.status_code == operation.status:
                     result = TypeAdapter(operation.response).validate_json(answer.content)
-                    if answer.headers.get("Idempotent-Replayed") == "true":
+                    replayed = answer.headers.get("Idempotent-Replayed") == "true"
+                    if replayed and isinstance(result, Replayable):
                         result.mark_replayed()
                     return result
                 error = _error(answer)
@@ -152,13 +154,13 @@ class _Group:
 class _Call:
     """One operation as a method, taking the in-process method's arguments."""
 
-    def __init__(self, client: TreasuryClient, operation: Operation) -> None:
+    def __init__(self, client: TreasuryClient, operation: Operation[Any]) -> None:
         self._client, self._operation = client, operation
         self.__doc__ = operation.summary
 
     def __call__(self, *args: Any, idempotency_key: str | None = None, **fields: Any) -> Any:
         op = self._operation
-        names = list(op.path_params)
+        names = [param.name for param in op.path_params]
         if len(args) < len(names):
             raise TypeError(f"{op.name} takes {', '.join(names)} first")
         path = op.path
@@ -167,6 +169,8 @@ class _Call:
         rest = args[len(names) :]
         model = op.body or op.query
         payload = _payload(model, rest, fields) if model is not None else None
+        if op.selected_by is not None and (payload or {}).get(op.selected_by) is None:
+            raise TypeError(f"{op.name} takes {op.selected_by}")  # else another operation
         headers = dict(self._client._headers)
         if op.idempotency is not None and (idempotency_key or op.method == "POST"):
             headers[IDEMPOTENCY_HEADER] = idempotency_key or f"trc_{uuid.uuid4().hex}"

@@ -31,7 +31,6 @@ TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523
 RANGE = 500  # blocks per eth_getLogs (public nodes commonly allow 500 to 10,000)
 PASS_BLOCKS = 20_000  # blocks scanned per chain per pass, at most: a pass stays short
 TOPIC_LIMIT = 500  # watched addresses sent in the topic filter; above it, matched here
-MINTING_CONFIRMATIONS, CONFIRMATIONS = 0, 12  # a local chain that can mint; others
 TOKENS = ("USDC", "USDT", "c0")
 
 
@@ -43,10 +42,11 @@ def detect_deposits(runtime: Runtime, report: Report) -> None:
 
 
 def confirmations(runtime: Runtime, chain: Chain) -> int:
-    """Blocks on top of a log's block before it counts (`deposit_confirmations`)."""
+    """Blocks on top of a log's block before it counts: the `deposit_confirmations`
+    setting, else the chain's own (`ChainConfig.confirmations`)."""
     if runtime.deposit_confirmations is not None:
         return runtime.deposit_confirmations
-    return MINTING_CONFIRMATIONS if chain.can_mint else CONFIRMATIONS
+    return chain.confirmations
 
 
 def scan_chain(runtime: Runtime, chain_id: int) -> dict[str, int]:

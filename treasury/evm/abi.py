@@ -15,6 +15,7 @@ from typing import Any
 
 _HASH = re.compile(r"0x[0-9a-fA-F]{64}")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+_ADDRESS_PADDING = bytes(12)  # an address is the low 20 bytes of its word
 
 
 def selector(signature: str) -> bytes:
@@ -29,6 +30,20 @@ def argument_types(signature: str) -> list[str]:
     from eth_abi.grammar import parse
 
     return [t.to_type_str() for t in parse(signature[signature.index("(") :]).components]
+
+
+def address_word(address: str) -> bytes:
+    """`address` as one 32-byte ABI word, as eth-abi encodes it. `ValueError` unless it is
+    0x and 40 hex digits (mixed case only with a valid EIP-55 checksum)."""
+    if not is_address(address):
+        raise ValueError(f"not an address: {address!r}")
+    digits = address[2:]
+    if digits != digits.lower() and digits != digits.upper():
+        from eth_utils.address import is_checksum_address
+
+        if not is_checksum_address(address):
+            raise ValueError(f"not an address (bad EIP-55 checksum): {address!r}")
+    return _ADDRESS_PADDING + bytes.fromhex(digits)
 
 
 def calldata(signature: str, *args: Any) -> bytes:
@@ -74,6 +89,9 @@ SWAP = Function("swap(address,address,uint256,address)")
 EARNER_RATE = Function("earnerRate()", ("uint32",))
 IS_CLAIMED = Function("isClaimed(uint256,uint256)", ("bool",))
 ROOTS = Function("roots(uint256)", ("bytes32",))
+POST_ROOT = Function("postRoot(uint256,bytes32)")
+OPERATOR = Function("operator()", ("address",))
+MINT = Function("mint(address,uint256)")
 TRANSFER = Function("transfer(address,uint256)", ("bool",))
 GET_ETH_BALANCE = Function("getEthBalance(address)", ("uint256",))
 AGGREGATE3 = Function("aggregate3((address,bool,bytes)[])", ("(bool,bytes)[]",))

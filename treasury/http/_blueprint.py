@@ -1,8 +1,10 @@
 """The Flask blueprint, generated from the table of operations (`treasury.operations`),
 and its OpenAPI document at ``openapi.json`` under the prefix.
 
-Each operation becomes one route: authenticate (unless public), read the JSON body,
-`invoke` the core, answer with the operation's status. Every way out of a view is a
+Each method and path of the table becomes one route (two operations share one when a
+query parameter selects the second): authenticate (unless public), read the JSON body,
+`invoke` the core, answer with the operation's status, its caching, and
+``Idempotent-Replayed`` when an Idempotency-Key replayed the answer. Every way out of a view is a
 JSON response (`error_response`), and so is every path under the prefix that no
 operation serves (404, or 405 with ``Allow``; ``OPTIONS`` too), also when mounted in a
 host app. A path can name a route in one way only: integer ids are ASCII digits (full-width
@@ -16,7 +18,7 @@ import hashlib
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, request
@@ -24,10 +26,20 @@ from flask.blueprints import BlueprintSetupState
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter
 
-from .._infra.models import Resource
+from .._infra.models import Replayable, Resource
 from .._treasury import Treasury
 from ..errors import MethodNotAllowed, NotFound
-from ..operations import IDEMPOTENCY_HEADER, OPERATIONS, PREFIX, Operation, invoke, is_integer
+from ..operations import (
+    IDEMPOTENCY_HEADER,
+    PATH_PARAM,
+    PREFIX,
+    Handle,
+    Operation,
+    Public,
+    invoke,
+    routes,
+    selected,
+)
 from ._access import AccessLog
 from ._body import json_body
 from ._errors import error_response
@@ -38,7 +50,6 @@ _ANYTHING = "treasury_anything"
 _DIGITS = "treasury_digits"
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 _UNSERVED = ("OPTIONS",)  # answered 405 with Allow, as any method a path does not take
-_PARAM = re.compile(r"\{(\w+)\}")
 
 
 def create_blueprint(
@@ -48,12 +59,12 @@ def create_blueprint(
     blueprint = Blueprint(name, __name__, url_prefix=url_prefix)
     blueprint.record_once(_add_converters)
     blueprint.before_app_request(_aliased_path(url_prefix))
-    for operation in OPERATIONS:
+    for operations in routes():
         blueprint.add_url_rule(
-            flask_rule(operation),
-            endpoint(operation),
-            _guarded(_view(treasury, operation)),
-            methods=[operation.method],
+            flask_rule(operations[0]),
+            endpoint(operations[0]),
+            _guarded(_view(treasury, operations)),
+            methods=[operations[0].method],
             merge_slashes=False,  # never a redirect: /v1//wallets is a 404
             provide_automatic_options=False,
         )
@@ -138,19 +149,20 @@ def _aliased_path(url_prefix: str) -> Callable[[], Response | None]:
     return refuse
 
 
-def flask_rule(operation: Operation) -> str:
+def flask_rule(operation: Operation[Any]) -> str:
     """The operation's path as a Flask rule: ``{id}`` of an integer becomes
     ``<treasury_digits:id>`` (ASCII digits only)."""
+    integers = {param.name for param in operation.path_params if param.integer}
 
     def rule(match: re.Match[str]) -> str:
         name = match.group(1)
-        converter = f"{_DIGITS}:" if is_integer(operation.path_params[name]) else ""
+        converter = f"{_DIGITS}:" if name in integers else ""
         return f"<{converter}{name}>"
 
-    return _PARAM.sub(rule, operation.path)
+    return PATH_PARAM.sub(rule, operation.path)
 
 
-def endpoint(operation: Operation) -> str:
+def endpoint(operation: Operation[Any]) -> str:
     """The Flask endpoint of an operation (Flask forbids dots in endpoint names)."""
     return operation.name.replace(".", "_")
 
@@ -168,10 +180,11 @@ def _guarded(view: Callable[..., Response]) -> Callable[..., Response]:
     return guarded
 
 
-def _view(treasury: Treasury, operation: Operation) -> Callable[..., Response]:
+def _view(treasury: Treasury, operations: Sequence[Operation[Any]]) -> Callable[..., Response]:
     max_body = treasury.settings.max_body_bytes
 
     def view(**params: Any) -> Response:
+        operation = selected(operations, request.args)
         if operation.public:
             return _answer(operation, treasury, params)
         org = treasury.authenticate(request.headers.get("x-api-key"), client=_client())
@@ -183,7 +196,9 @@ def _view(treasury: Treasury, operation: Operation) -> Callable[..., Response]:
             response.headers.update(org.quota.headers)
         return response
 
-    def _answer(operation: Operation, root: Any, params: dict[str, Any]) -> Response:
+    def _answer(
+        operation: Operation[Any], root: Handle | Public, params: dict[str, Any]
+    ) -> Response:
         key = request.headers.get(IDEMPOTENCY_HEADER)
         result = invoke(
             operation,
@@ -196,13 +211,14 @@ def _view(treasury: Treasury, operation: Operation) -> Callable[..., Response]:
         )
         if operation.chunks is not None:
             return Response(_list_body(result), operation.status, mimetype="application/json")
-        headers = {"Idempotent-Replayed": "true"} if result.replayed else None
+        replayed = isinstance(result, Replayable) and result.replayed
+        headers = {"Idempotent-Replayed": "true"} if replayed else None
         body = result.model_dump_json()  # pydantic's serializer: no dict in between
-        if type(result).cache_forever:
+        if operation.cache == "forever":
             return _immutable(body)
         return Response(body, operation.status, headers, mimetype="application/json")
 
-    view.__name__ = endpoint(operation)
+    view.__name__ = endpoint(operations[0])
     return view
 
 

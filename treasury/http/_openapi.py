@@ -1,6 +1,7 @@
 """The OpenAPI 3.1 document of the /v1 API, read from the table of operations.
 
-Each `Operation` gives a path and method, its parameters (path, query, the
+Each route of the table (`routes`: an operation, or two of one method and path that a
+query parameter tells apart, documented as one with both answers) gives a path and method, its parameters (path, query, the
 Idempotency-Key header), its request body and success response from the pydantic
 models (JSON Schema 2020-12, which OpenAPI 3.1 uses as it is), and the error responses it
 can give, each with the error body. The API key is the one security scheme; public
@@ -9,13 +10,16 @@ operations need none. ``nox -s openapi`` writes it to docs/openapi.json.
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
-from ..operations import IDEMPOTENCY_HEADER, OPERATIONS, PREFIX, Operation
+from ..operations import IDEMPOTENCY_HEADER, PREFIX, Operation, routes
 
 __all__ = ["openapi_document", "write"]
 
@@ -49,9 +53,10 @@ def openapi_document(prefix: str = PREFIX) -> dict[str, Any]:
     """The whole document, with every path under `prefix`."""
     schemas: dict[str, Any] = {"Error": _ERROR}
     paths: dict[str, dict[str, Any]] = {}
-    for operation in OPERATIONS:
-        item = paths.setdefault(prefix + operation.path, {})
-        item[operation.method.lower()] = _operation(operation, schemas)
+    for operations in routes():
+        first = operations[0]
+        item = paths.setdefault(prefix + first.path, {})
+        item[first.method.lower()] = _operation(operations, schemas)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -70,13 +75,14 @@ def openapi_document(prefix: str = PREFIX) -> dict[str, Any]:
     }
 
 
-def _operation(operation: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
+def _operation(operations: Sequence[Operation[Any]], schemas: dict[str, Any]) -> dict[str, Any]:
+    """One route: the first operation, with the query parameters and answers of all."""
+    operation = operations[0]
     parameters = [
-        {"name": name, "in": "path", "required": True, "schema": _schema(kind, schemas)}
-        for name, kind in operation.path_params.items()
+        {"name": p.name, "in": "path", "required": True, "schema": _schema(p.type, schemas)}
+        for p in operation.path_params
     ]
-    if operation.query is not None:
-        parameters += _query(operation.query, schemas)
+    parameters += _queries(operations, schemas)
     if operation.idempotency is not None:
         parameters.append(
             {
@@ -87,6 +93,7 @@ def _operation(operation: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
                 "schema": {"type": "string", "minLength": 1, "maxLength": 256},
             }
         )
+    response = functools.reduce(operator.or_, [op.response for op in operations])
     answer: dict[str, Any] = {
         "operationId": operation.name,
         "summary": operation.summary,
@@ -95,7 +102,7 @@ def _operation(operation: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
         "responses": {
             str(operation.status): {
                 "description": "Success",
-                "content": {"application/json": {"schema": _schema(operation.response, schemas)}},
+                "content": {"application/json": {"schema": _schema(response, schemas)}},
             },
             **{str(status): _error(status) for status in _errors(operation)},
         },
@@ -111,7 +118,7 @@ def _operation(operation: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _errors(operation: Operation) -> list[int]:
+def _errors(operation: Operation[Any]) -> list[int]:
     """The error statuses an operation can answer."""
     statuses = [400, 404, 429, 500, 502]
     if not operation.public:
@@ -141,6 +148,22 @@ def _schema(kind: Any, schemas: dict[str, Any], mode: str = "serialization") -> 
         schemas[name] = schema  # a model is named, and referred to
         return {"$ref": _REF.format(model=name)}
     return schema
+
+
+def _queries(operations: Sequence[Operation[Any]], schemas: dict[str, Any]) -> list[dict[str, Any]]:
+    """The query parameters of a route's operations, each once: required when every
+    operation of the route requires it."""
+    found: dict[str, dict[str, Any]] = {}
+    requiring: dict[str, int] = {}
+    for operation in operations:
+        query = operation.query
+        for parameter in _query(query, schemas) if query is not None else []:
+            name = parameter["name"]
+            found.setdefault(name, parameter)
+            requiring[name] = requiring.get(name, 0) + parameter["required"]
+    for name, parameter in found.items():
+        parameter["required"] = requiring[name] == len(operations)
+    return list(found.values())
 
 
 def _query(model: type[BaseModel], schemas: dict[str, Any]) -> list[dict[str, Any]]:

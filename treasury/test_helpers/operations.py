@@ -7,13 +7,14 @@ from typing import Any
 
 from .._infra.group import Group
 from .._infra.validation import parse_input
+from ..backends.chain.minting import MintingChain
 from ..errors import NotFound
 from .models import Faucet, Funded
 
 
 class TestHelpers(Group):
-    """Only where the chain can mint: the in-process devnet, or an anvil node started by
-    `treasury devnet`; elsewhere every helper is a 404."""
+    """Only on a test chain (`MintingChain`): the in-process devnet, or an anvil node started
+    by `treasury devnet`; elsewhere every helper is a 404."""
 
     name = "test_helpers"
     __test__ = False  # not a test class, whatever pytest thinks of the name
@@ -23,7 +24,7 @@ class TestHelpers(Group):
     ) -> Funded:
         """Mint USDC, USDT or c0 to an address, or send it ETH; waits until mined."""
         chain = self._scope.runtime.chains.get(chain_id)
-        if not chain.can_mint:
+        if not isinstance(chain, MintingChain):
             raise NotFound(f"Chain {chain_id} has no test helpers")
         request = parse_input(Faucet, body, fields)
         tx_hash = chain.faucet(request.address, request.token, request.amount)

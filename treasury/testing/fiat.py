@@ -28,6 +28,9 @@ provider's sandbox simulates (the default approves nothing: the provider approve
 once).
 
 Every test uses fresh idempotency keys, so ``fiat`` may be shared by a whole module.
+Between two reads of a transfer's state the suite lets the provider's time pass
+(`pass_time`): a `SimulatedProvider` (the sandbox) is stepped, as the worker does once a
+pass; any other provider moves on its own. Reads themselves must change nothing.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import re
 import secrets
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 
 import pytest
@@ -49,6 +52,7 @@ from treasury.backends.fiat.base import (
     OffRamp,
     OnRamp,
     ProviderTransfer,
+    SimulatedProvider,
 )
 from treasury.bank_accounts.models import aba_checksum_ok
 from treasury.testing._support import run_threads
@@ -143,6 +147,11 @@ class FiatSuite:
     def settle(self) -> Settle:
         """Subclasses provide it: make an off-ramp's USDC arrive at its deposit address."""
         raise NotImplementedError("provide a settle fixture (see treasury.testing.fiat)")
+
+    def pass_time(self, fiat: FiatProvider, ids: Sequence[str]) -> None:
+        """What happens between two reads: a simulated provider takes a step."""
+        if isinstance(fiat, SimulatedProvider):
+            fiat.advance(ids)
 
     def onramp(self, account: str, amount: str = "100", fee: str = "1.5") -> OnRamp:
         return OnRamp(amount, fee, account, self.chain_id, _address())
@@ -286,6 +295,7 @@ class FiatSuite:
         ids = [made[i].id for i in order]
         seen: list[list[ProviderTransfer]] = [[] for _ in order]
         for _ in range(MAX_READS):
+            self.pass_time(fiat, ids)
             views = fiat.transfers(ids)
             assert [v.id for v in views] == ids
             for trail, view in zip(seen, views, strict=True):
@@ -301,9 +311,13 @@ class FiatSuite:
         request = self.offramp(account)
         made = fiat.create_transfer(customer, request, idempotency_key=new_key())
         for _ in range(3):
+            self.pass_time(fiat, [made.id])
             assert [v.state for v in fiat.transfers([made.id])] == ["awaiting_funds"]
         settle(made, request)
-        trail = [fiat.transfers([made.id])[0] for _ in range(MAX_READS)]
+        trail = []
+        for _ in range(MAX_READS):
+            self.pass_time(fiat, [made.id])
+            trail.append(fiat.transfers([made.id])[0])
         self._check_progress(request, trail)
 
     def test_an_offramp_awaiting_funds_can_be_cancelled(
@@ -316,6 +330,7 @@ class FiatSuite:
         if cancelled is None:
             pytest.skip("this provider offers no cancellation")
         assert (cancelled.id, cancelled.state) == (made.id, "canceled")
+        self.pass_time(fiat, [made.id])
         assert [v.state for v in fiat.transfers([made.id])] == ["canceled"]
 
     def _check_progress(self, request: OnRamp | OffRamp, trail: list[ProviderTransfer]) -> None:

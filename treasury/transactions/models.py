@@ -6,7 +6,7 @@ import json
 
 from pydantic import Field
 
-from .._infra.models import Address, PageQuery, Resource, Timestamped
+from .._infra.models import Address, PageQuery, Replayable, Timestamped
 from .._records.transactions import TransactionStatus, TransactionType
 from ..backends.storage.base import Row
 
@@ -17,7 +17,7 @@ class TransactionsQuery(PageQuery):
     wallet: Address | None = None
 
 
-class Recorded(Resource):
+class Recorded(Replayable):
     hash: str
     chain_id: int
     status: TransactionStatus

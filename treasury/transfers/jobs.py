@@ -14,7 +14,7 @@ from .._infra.runtime import Runtime
 from .._infra.sql import take_expired_leases
 from .._records import nonces, wallets
 from ..backends.chain.base import Chain
-from ..backends.fiat.base import ProviderTransfer
+from ..backends.fiat.base import ProviderTransfer, SimulatedProvider
 from ..backends.storage.base import Row
 from ..errors import UpstreamError
 from ..evm.signing import broadcast
@@ -60,7 +60,8 @@ def finish_transfers(runtime: Runtime, report: Report) -> None:
 
 def advance_transfers(runtime: Runtime, report: Report) -> None:
     """Job: move open transfers forward — on-chain legs by their receipts (or their
-    nonce passing without one), fiat ones by the provider's states (read many at once);
+    nonce passing without one), fiat ones by the provider's states (read many at once,
+    after a simulated provider's step);
     then cancel the provider transfers of off-ramps that failed before paying."""
     with runtime.storage.read() as tx:
         onchain_rows = store.open_onchain(tx, PER_PASS) + store.offramps_sending(tx, PER_PASS)
@@ -98,6 +99,9 @@ def _read_by_id(
     """The open transfers' states, `PER_CALL` ids a call."""
     for start in range(0, len(rows), PER_CALL):
         batch = rows[start : start + PER_CALL]
+        if isinstance(runtime.fiat, SimulatedProvider):  # the sandbox: its time passes
+            with report.part("provider simulation"):
+                runtime.fiat.advance([row["provider_transfer_id"] for row in batch])
         try:
             answers = runtime.fiat.transfers([row["provider_transfer_id"] for row in batch])
         except UpstreamError:  # one id the provider refuses must not hold up the others

@@ -12,7 +12,16 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from .._infra.models import Address, Body, DecimalText, PlainText, Resource, Timestamped
+from .._infra.idempotency import SealedAtRest
+from .._infra.models import (
+    Address,
+    Body,
+    DecimalText,
+    PlainText,
+    Replayable,
+    Resource,
+    Timestamped,
+)
 from .._records.bank_accounts import BankAccountSummary, ExternalAccountId
 from ..money import to_raw
 
@@ -154,7 +163,7 @@ class DepositInstructions(Resource):
     message: str
 
 
-class Transfer(Timestamped):
+class Transfer(Timestamped, Replayable, SealedAtRest):
     """SPEC's seven fields, plus `client_reference_id`, on on-ramps
     `deposit_instructions` (null elsewhere), and `failure_reason` (null unless failed)."""
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from .._infra.models import Address, Body, Label, NonZeroAddress, Resource, Timestamped
+from .._infra.models import (
+    Address,
+    Body,
+    Label,
+    NonZeroAddress,
+    Replayable,
+    Resource,
+    Timestamped,
+)
 
 WalletType = Literal["managed", "tracked"]
 
@@ -23,7 +31,7 @@ class TrackWallet(Body):
     label: Label
 
 
-class Wallet(Timestamped):
+class Wallet(Timestamped, Replayable):
     """An organization wallet; its address identifies it across the API.
 
     Beyond the specification's fields: `id`, the organization's number for the wallet
@@ -45,5 +53,5 @@ class TrackedWallet(Resource):
     created_at: datetime
 
 
-class TrackedWalletResponse(Resource):
+class TrackedWalletResponse(Replayable):
     wallet: TrackedWallet

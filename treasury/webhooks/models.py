@@ -7,7 +7,8 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import Field, StringConstraints, field_validator
 
-from .._infra.models import Address, Body, PlainText, Resource
+from .._infra.idempotency import SealedAtRest
+from .._infra.models import Address, Body, PlainText, Replayable, Resource
 
 EventName = Literal[
     "transaction.confirmed",
@@ -44,8 +45,8 @@ class Webhook(Resource):
     active: bool = True  # False once a delivery was answered 410 Gone
 
 
-class CreatedWebhook(Webhook):
-    sealed_at_rest = True  # the secret is shown once
+class CreatedWebhook(Webhook, Replayable, SealedAtRest):
+    # sealed at rest (`SealedAtRest`): the secret is shown once
 
     secret: str
 

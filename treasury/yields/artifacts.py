@@ -11,22 +11,20 @@ from .models import PeriodId, YieldArtifact, YieldPeriod
 
 
 class YieldArtifacts:
-    """`GET /v1/yield/artifacts`: readable by anyone, no organization involved."""
+    """Published yield periods, readable by anyone, no organization involved: `list`,
+    and `get` one period whole."""
 
     name = "yield_artifacts"
 
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
 
-    def list(
-        self, *, period_id: str | None = None, chain_id: int | None = None
-    ) -> ListOf[YieldArtifact] | YieldPeriod:
-        """Published periods of every chain, newest first; with `period_id`, that period
-        whole on `chain_id` (default the primary chain), as `get`."""
-        if period_id is not None:
-            return self.get(period_id, chain_id)
+    def list(self, chain_id: int | None = None) -> ListOf[YieldArtifact]:
+        """Published periods of `chain_id` (default every chain), newest first."""
+        if chain_id is not None:
+            chain_id = self._runtime.chains.require(chain_id)
         with self._runtime.storage.read() as tx:
-            rows = store.published(tx)
+            rows = store.published(tx, chain_id)
         return ListOf[YieldArtifact](
             data=[
                 YieldArtifact(
@@ -44,8 +42,9 @@ class YieldArtifacts:
         )
 
     def get(self, period_id: str | int, chain_id: int | None = None) -> YieldPeriod:
-        """One published period: its leaves with their proofs and the tree's dump (frozen:
-        the same body on every call). 404 when it is not published."""
+        """One published period on `chain_id` (default the primary chain): its leaves
+        with their proofs and the tree's dump (frozen: the same body on every call).
+        404 when it is not published."""
         number = int(parse_value(PeriodId, str(period_id), "query", "periodId"))
         chains = self._runtime.chains
         chain = chains.primary if chain_id is None else chains.require(chain_id)

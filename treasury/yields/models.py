@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, StringConstraints
 from pydantic.alias_generators import to_camel
@@ -58,8 +58,6 @@ class YieldPeriod(YieldArtifact):
     """A published period whole (``GET /v1/yield/artifacts?periodId=N``): its leaves with
     their proofs, and the OpenZeppelin ``StandardMerkleTree`` dump (``tree``)."""
 
-    cache_forever: ClassVar[bool] = True  # frozen once published: an immutable answer
-
     leaf_encoding: list[str]
     leaves: list[YieldLeaf]
     tree: dict[str, Any]
@@ -71,6 +69,14 @@ PeriodId = Annotated[str, StringConstraints(pattern=r"^[0-9]{1,12}$")]
 _QUERY = ConfigDict(
     extra="ignore", strict=False, frozen=True, alias_generator=to_camel, populate_by_name=True
 )
+
+
+class ArtifactsQuery(Body):
+    """``?chainId=`` of the published periods (default every chain)."""
+
+    model_config = _QUERY
+
+    chain_id: ChainId | None = None
 
 
 class ArtifactQuery(Body):

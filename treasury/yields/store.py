@@ -6,10 +6,10 @@ import json
 from collections.abc import Mapping
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
 
 from .._infra.clock import to_text
 from ..backends.storage.base import Row, Transaction
+from .models import YieldPeriod
 from .periods import Snapshot
 
 
@@ -79,41 +79,47 @@ def freeze(
     start: datetime,
     end: datetime,
     now: datetime,
-    body: str | None,
+    period: YieldPeriod | None,
 ) -> bool:
-    """Store a built period once (`body` None: it has no claims); whether this call did."""
-    empty = {"root": None, "total": "0", "count": 0}
-    period: dict[str, Any] = json.loads(body) if body is not None else empty
-    values = (chain_id, period_id, period["root"], period["total"], period["count"])
+    """Store a built period once (None: it has no claims), its artifact as the JSON body
+    the API serves; whether this call stored it."""
+    root, total, count = (
+        (None, "0", 0) if period is None else (period.root, period.total, period.count)
+    )
     stored = tx.execute(
         "INSERT INTO yield_periods (chain_id, period_id, root, total, count, starts_at,"
         " ends_at, published_at, artifact) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (chain_id, period_id) DO NOTHING",
-        (*values, to_text(start), to_text(end), to_text(now), body),
+        (
+            chain_id,
+            period_id,
+            root,
+            total,
+            count,
+            to_text(start),
+            to_text(end),
+            to_text(now),
+            None if period is None else period.model_dump_json(),
+        ),
     )
     if stored != 1:
         return False
-    for leaf in period.get("leaves", ()):  # each holder's claim, found by its address
+    for leaf in period.leaves if period is not None else ():  # each holder's claim
         tx.execute(
             "INSERT INTO yield_leaves (chain_id, account, period_id, leaf_index, amount, proof)"
             " VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                chain_id,
-                leaf["account"],
-                period_id,
-                leaf["index"],
-                leaf["amount"],
-                json.dumps(leaf["proof"]),
-            ),
+            (chain_id, leaf.account, period_id, leaf.index, leaf.amount, json.dumps(leaf.proof)),
         )
     return True
 
 
-def published(tx: Transaction) -> list[Row]:
-    """Every period built with claims, newest first."""
+def published(tx: Transaction, chain_id: int | None = None) -> list[Row]:
+    """Every period built with claims (of `chain_id`, or of every chain), newest first."""
+    on_chain = "" if chain_id is None else " AND chain_id = ?"
     return tx.query(
         "SELECT chain_id, period_id, root, total, count, starts_at, ends_at, published_at"
-        " FROM yield_periods WHERE count > 0 ORDER BY period_id DESC, chain_id"
+        f" FROM yield_periods WHERE count > 0{on_chain} ORDER BY period_id DESC, chain_id",
+        () if chain_id is None else (chain_id,),
     )
 
 

@@ -1,6 +1,6 @@
 """Trying a distribution without waiting a week, and why a pass published nothing.
 
-`close_current_period` is for chains that can mint (the devnet, `treasury devnet`): it
+`close_current_period` is for test chains (`MintingChain`: the devnet, `treasury devnet`): it
 takes a snapshot at once, then closes the current period a moment later (at least
 `SETTLE` after that snapshot, so that the balances it holds earn something) and
 publishes it as the weekly job would, root posted included. The period stays closed: the
@@ -14,6 +14,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from .._infra.runtime import Runtime
+from ..backends.chain.minting import MintingChain
 from ..errors import Conflict
 from . import store
 from .models import YieldPeriod
@@ -25,10 +26,9 @@ SETTLE = timedelta(seconds=1)
 
 
 def close_current_period(runtime: Runtime, chain_id: int) -> YieldPeriod | None:
-    """Close and publish the current period of a chain that can mint, now; the published
-    period, or None when no holder earned anything in it (nothing is listed then)."""
-    chain = runtime.chains.get(chain_id)
-    if not chain.can_mint:
+    """Close and publish the current period of a test chain, now; the published period,
+    or None when no holder earned anything in it (nothing is listed then)."""
+    if not isinstance(runtime.chains.get(chain_id), MintingChain):
         raise Conflict(
             f"chain {chain_id} cannot mint: a period is closed early only on a test chain"
             " (the devnet or `treasury devnet`); elsewhere periods end each Monday 00:00 UTC"

@@ -114,20 +114,6 @@ def fund(
     return tx_hash
 
 
-def post_yield_root(
-    w3: Any, sender: Any, addresses: Mapping[str, str], period_id: int, root: str, total: int
-) -> str:
-    """Mint `total` raw c0 to the yield distributor, then post `root` for `period_id`
-    (`sender` owns c0 and operates the distributor); the mined posting's hash."""
-    distributor = addresses["yield_distributor"]
-    mint = calldata("mint(address,uint256)", to_checksum_address(distributor), total)
-    post = calldata("postRoot(uint256,bytes32)", period_id, bytes.fromhex(root.removeprefix("0x")))
-    _wait(w3, _send(w3, sender, {"to": addresses["c0"], "data": mint, **_fees(w3)}), what="funding")
-    tx_hash = _send(w3, sender, {"to": distributor, "data": post, **_fees(w3)})
-    _wait(w3, tx_hash, what=f"posting the root of period {period_id}")
-    return tx_hash
-
-
 def _creation(name: str, types: list[str], args: list[Any]) -> bytes:
     bytecode = artifacts()[name]["bytecode"].removeprefix("0x")
     return bytes.fromhex(bytecode) + encode(types, args)

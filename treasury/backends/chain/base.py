@@ -1,9 +1,11 @@
 """The chain interface: the few JSON-RPC primitives the library builds everything on.
 
-Balances (Multicall3 ``aggregate3``), allowances, prepare steps, earner rates and the
-indexer are written once in the core on top of `call`, `receipts`, `send_raw_transaction`,
-`pending_nonce`, `mined_nonce` and `fee_fields`. A backend translates its transport's failures into
-`UpstreamError` (502) and reverted calls into `Reverted` at this boundary.
+Balances (Multicall3 ``aggregate3``), allowances, prepare steps, earner rates, the
+indexer and the posting of yield roots are written once in the core on top of `call`,
+`receipts`, `logs`, `head`, `send_raw_transaction`, `pending_nonce`, `mined_nonce`,
+`fee_fields` and `estimate_gas`. The interface knows nothing of minting or yield: a local
+test chain adds the `minting.MintingChain` interface. A backend translates its transport's
+failures into `UpstreamError` (502) and reverted calls into `Reverted` at this boundary.
 `treasury.testing.chain.ChainSuite` is the conformance suite every backend runs.
 """
 
@@ -12,10 +14,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Self
 
-from ...errors import NotFound, UpstreamError
+from ...errors import UpstreamError
 
 #: Keys of `ChainConfig.addresses` (values: lowercase 0x addresses on that chain).
 ADDRESS_KEYS = (
@@ -46,9 +47,13 @@ class ChainConfig:
     `tokens` lists extra ERC-20 addresses whose balances are reported besides USDC,
     USDT and c0. `minter_key` is the private key of the account that owns our test
     contracts on a local chain (anvil's first dev account for `treasury devnet`): with
-    it the chain can mint, and the test helpers (the faucet) exist. Never on a real chain.
-    `state_path` is where a chain that runs inside the process keeps its state (the
-    devnet's blocks; `Treasury.open` sets it beside a SQLite store); None keeps it in memory.
+    it the chain is a test chain (`minting.MintingChain`: the test helpers exist, and yield roots
+    are posted to the distributor that key operates). Never on a real chain.
+    `confirmations` is how many blocks must be on top of a log's block before a deposit
+    counts; None leaves it to the backend (`Chain.confirmations`: 12 on a node, 0 on a
+    test chain, which mines on demand). `state_path` is where a chain that runs inside
+    the process keeps its state (the devnet's blocks; `Treasury.open` sets it beside a
+    SQLite store); None keeps it in memory.
     """
 
     chain_id: int
@@ -57,10 +62,12 @@ class ChainConfig:
     tokens: Sequence[str] = ()
     minter_key: str | None = field(default=None, repr=False)
     state_path: str | None = None
+    confirmations: int | None = None
 
     @classmethod
     def parse(cls, chain_id: int, spec: str | Mapping[str, Any] | ChainConfig) -> ChainConfig:
-        """From a URL, or a mapping ``{"url": ..., "addresses": {...}, "tokens": [...]}``."""
+        """From a URL, or a mapping ``{"url": ..., "addresses": {...}, "tokens": [...]}``
+        (also ``minter_key`` and ``confirmations``)."""
         if isinstance(spec, ChainConfig):
             return spec
         if isinstance(spec, str):
@@ -69,12 +76,22 @@ class ChainConfig:
         unknown = set(addresses) - set(ADDRESS_KEYS)
         if unknown:
             raise ValueError(f"unknown chain address keys: {', '.join(sorted(unknown))}")
-        unknown = set(spec) - {"url", "addresses", "tokens", "minter_key"}
+        unknown = set(spec) - {"url", "addresses", "tokens", "minter_key", "confirmations"}
         if unknown:
             raise ValueError(f"unknown chain settings: {', '.join(sorted(unknown))}")
         tokens = tuple(str(t).lower() for t in spec.get("tokens", ()))
         minter = spec.get("minter_key")
-        return cls(int(chain_id), str(spec["url"]), addresses, tokens, minter and str(minter))
+        confirmations = spec.get("confirmations")
+        if confirmations is not None and (type(confirmations) is not int or confirmations < 0):
+            raise ValueError(f"confirmations must be a whole number >= 0, got {confirmations!r}")
+        return cls(
+            int(chain_id),
+            str(spec["url"]),
+            addresses,
+            tokens,
+            minter and str(minter),
+            confirmations=confirmations,
+        )
 
 
 @dataclass(frozen=True)
@@ -116,6 +133,8 @@ class Chain(ABC):
     chain_id: int
     addresses: Mapping[str, str]  # the keys of ADDRESS_KEYS (the optional ones if known)
     tokens: Sequence[str]  # ERC-20 addresses reported by balances, USDC/USDT/c0 first
+    #: Blocks on top of a log's block before a deposit counts (`ChainConfig.confirmations`).
+    confirmations: int = 12
 
     @classmethod
     @abstractmethod
@@ -132,6 +151,17 @@ class Chain(ABC):
 
         Backends fetch many at once (JSON-RPC batch requests on real nodes).
         """
+
+    @abstractmethod
+    def logs(
+        self, first: int, last: int, contracts: Sequence[str], topics: Sequence[Topic]
+    ) -> list[Log]:
+        """``eth_getLogs`` over blocks `first`..`last` (inclusive) of `contracts`,
+        filtered by `topics`: one request, in chain order."""
+
+    @abstractmethod
+    def head(self) -> int:
+        """``eth_blockNumber``: the number of the latest block."""
 
     @abstractmethod
     def send_raw_transaction(self, raw: bytes) -> str:
@@ -154,58 +184,6 @@ class Chain(ABC):
     @abstractmethod
     def estimate_gas(self, transaction: Mapping[str, Any]) -> int:
         """``eth_estimateGas``; `Reverted` if the transaction would revert."""
-
-    @property
-    @abstractmethod
-    def web3(self) -> Any:
-        """A `web3.Web3` bound to this chain, for signing and sending outside the library."""
-
-    def head(self) -> int:
-        """``eth_blockNumber``: the number of the latest block."""
-        return int(self.web3.eth.block_number)
-
-    def logs(
-        self, first: int, last: int, contracts: Sequence[str], topics: Sequence[Topic]
-    ) -> list[Log]:
-        """``eth_getLogs`` over blocks `first`..`last` (inclusive) of `contracts`,
-        filtered by `topics`: one request, in chain order. Backends that speak JSON-RPC
-        themselves override it; this default goes through `web3`."""
-        found = self.web3.eth.get_logs(
-            {
-                "fromBlock": first,
-                "toBlock": last,
-                "address": [self.web3.to_checksum_address(c) for c in contracts],
-                "topics": [t if t is None or isinstance(t, str) else list(t) for t in topics],
-            }
-        )
-        return [
-            Log(
-                contract=str(log["address"]).lower(),
-                topics=tuple("0x" + bytes(t).hex().removeprefix("0x") for t in log["topics"]),
-                data=bytes(log["data"]),
-                block_number=int(log["blockNumber"]),
-                transaction_hash="0x" + bytes(log["transactionHash"]).hex().removeprefix("0x"),
-                log_index=int(log["logIndex"]),
-            )
-            for log in found
-        ]
-
-    @property
-    def can_mint(self) -> bool:
-        """Whether `faucet` works here (a local chain whose test contracts we own)."""
-        return False
-
-    def faucet(self, address: str, symbol: str, amount: str | int | Decimal) -> str:
-        """Mint `amount` whole units of ``USDC``, ``USDT`` or ``c0`` to `address`, or send
-        it ``ETH``; return the mined transaction's hash. `NotFound` on a chain that cannot
-        mint; `ValueError` for a bad symbol or amount."""
-        raise NotFound(f"Chain {self.chain_id} has no test helpers")
-
-    def post_yield_root(self, period_id: int, root: str, total: int) -> str | None:
-        """Where the chain has a yield distributor and we hold its operator key (a local
-        chain whose test contracts we own): give the distributor `total` raw c0 and post
-        `root` for `period_id`; the mined posting's hash. None elsewhere."""
-        return None
 
     def close(self) -> None:  # noqa: B027 (optional hook)
         """Release connections or stop an in-process chain."""

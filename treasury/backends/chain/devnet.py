@@ -6,7 +6,11 @@ on arrival (`_node.Node`). Its blocks are kept in `state_path` (a SQLite file, b
 kill -9 keeps balances, contracts, nonces and receipts; without a path it lives in memory
 and dies with the object. A fresh chain deploys the contracts of ``treasury/contracts``
 from its deployer (anvil's first dev account), makes the swap facility the c0 minter and
-seeds it with stablecoin reserves. `faucet` mints tokens or sends ETH to any address.
+seeds it with stablecoin reserves. It is a test chain (`minting.MintingChain`): `faucet` mints
+tokens or sends ETH to any address, and its deployer's key (`minter_key`) operates the
+yield distributor. `web3`, `earner_rate_bps` and `set_earner_rate_bps` are the devnet's
+own, outside the `Chain` interface. Deposits count at once (`confirmations` 0: a block
+is mined per transaction and never reorganised).
 
 The chain id is the configured one (31337 by default) in ``block.chainid`` and
 ``eth_chainId``; raw transactions signed for another chain id are refused; receipts are
@@ -31,11 +35,11 @@ from web3.types import RPCEndpoint, RPCResponse
 
 from ...errors import UpstreamError
 from ...evm.abi import call_fields, calldata, check_hash, revert_reason
-from ._deploy import contract_addresses, deploy_contracts, fund, post_yield_root
+from ._deploy import contract_addresses, deploy_contracts, fund
 from ._ledger import Ledger
 from ._node import Node, RpcError
-from .base import Chain, ChainConfig, Receipt, Reverted
-from .rpc import _raise, _receipt
+from .base import Chain, ChainConfig, Log, Receipt, Reverted, Topic
+from .rpc import _log, _raise, _receipt
 
 __all__ = ["DevnetChain"]
 
@@ -44,10 +48,18 @@ class DevnetChain(Chain):
     """An in-process chain (chain id from the config, 31337 by default) with our contracts,
     kept in `state_path` when given."""
 
+    confirmations = 0
+
     def __init__(
-        self, chain_id: int = 31337, tokens: Sequence[str] = (), state_path: str | None = None
+        self,
+        chain_id: int = 31337,
+        tokens: Sequence[str] = (),
+        state_path: str | None = None,
+        confirmations: int | None = None,
     ) -> None:
         self.chain_id = chain_id
+        if confirmations is not None:
+            self.confirmations = confirmations
         self.state_path = state_path
         self.lock = threading.RLock()
         ledger = Ledger(state_path, chain_id)
@@ -75,12 +87,7 @@ class DevnetChain(Chain):
         if config.addresses:
             raise ValueError("devnet:// deploys its own contracts; do not configure addresses")
         path = unquote(urlsplit(config.url).path).removeprefix("/") or config.state_path
-        return cls(config.chain_id, config.tokens, path or None)
-
-    @property
-    def web3(self) -> Web3:
-        """A `Web3` on this chain; each request holds `lock`."""
-        return self._web3
+        return cls(config.chain_id, config.tokens, path or None, config.confirmations)
 
     # -- the Chain interface --------------------------------------------------------
 
@@ -93,6 +100,20 @@ class DevnetChain(Chain):
         with self.lock:
             found = [self._node.request("eth_getTransactionReceipt", [h]) for h in checked]
         return [_receipt(r) if r else None for r in found]
+
+    def logs(
+        self, first: int, last: int, contracts: Sequence[str], topics: Sequence[Topic]
+    ) -> list[Log]:
+        query = {
+            "fromBlock": hex(first),
+            "toBlock": hex(last),
+            "address": [c.lower() for c in contracts],
+            "topics": [t if t is None or isinstance(t, str) else list(t) for t in topics],
+        }
+        return [_log(found) for found in self._rpc("eth_getLogs", query)]
+
+    def head(self) -> int:
+        return int(self._rpc("eth_blockNumber"), 16)
 
     def send_raw_transaction(self, raw: bytes) -> str:
         return str(self._rpc("eth_sendRawTransaction", "0x" + bytes(raw).hex())).lower()
@@ -115,21 +136,23 @@ class DevnetChain(Chain):
     def estimate_gas(self, transaction: Mapping[str, Any]) -> int:
         return int(self._rpc("eth_estimateGas", call_fields(transaction)), 16)
 
+    # -- the test chain (minting.MintingChain) ---------------------------------------------
+
     @property
-    def can_mint(self) -> bool:
-        return True
+    def minter_key(self) -> str:
+        """The deployer's key (anvil's first dev account): it owns our contracts."""
+        return self._node.accounts[self.deployer]
 
     def faucet(self, address: str, symbol: str, amount: str | int | Decimal) -> str:
         with self._errors():
             return fund(self._web3, self.deployer, self.addresses, address, symbol, amount)
 
-    def post_yield_root(self, period_id: int, root: str, total: int) -> str | None:
-        with self._errors():
-            return post_yield_root(
-                self._web3, self.deployer, self.addresses, period_id, root, total
-            )
-
     # -- devnet only ----------------------------------------------------------------
+
+    @property
+    def web3(self) -> Web3:
+        """A `Web3` on this chain; each request holds `lock`."""
+        return self._web3
 
     def earner_rate_bps(self) -> int:
         """The live ``earnerRate()`` of the earner rate source, in basis points."""

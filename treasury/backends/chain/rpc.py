@@ -5,6 +5,11 @@ sends one batch request per `BATCH_SIZE` hashes, so indexing 10,000 transactions
 20 round trips. `web3` is built on first use only. Transport failures, HTTP errors and
 JSON-RPC errors become `UpstreamError`; reverts (JSON-RPC code 3, or an "execution
 reverted" message) become `Reverted` with the decoded reason.
+
+Configured with a ``minter_key`` (an anvil node started by ``treasury devnet``),
+`RpcChain.from_config` opens a `MintingRpcChain`: a test chain (`minting.MintingChain`) that
+mints with that key, and whose deposits count at once (`confirmations` 0) unless the
+configuration says otherwise.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import itertools
 import threading
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any, NoReturn, Self
+from typing import Any, NoReturn, Self, cast
 from urllib.parse import urlsplit
 
 import httpx
@@ -32,7 +37,7 @@ from .base import (
     Topic,
 )
 
-__all__ = ["BATCH_SIZE", "RpcChain"]
+__all__ = ["BATCH_SIZE", "MintingRpcChain", "RpcChain"]
 
 #: Receipts asked for in one JSON-RPC batch request.
 BATCH_SIZE = 500
@@ -66,8 +71,8 @@ class RpcChain(Chain):
         self.addresses = {k: addresses[k].lower() for k in ADDRESS_KEYS if k in addresses}
         core = [self.addresses[k] for k in ("USDC", "USDT", "c0")]
         self.tokens = core + [t.lower() for t in config.tokens if t.lower() not in core]
-        self._minter_key = config.minter_key
-        self._minting = threading.Lock()
+        if config.confirmations is not None:
+            self.confirmations = config.confirmations
         self._own_client = client is None
         self._client = client or httpx.Client(timeout=_TIMEOUT)
         self._ids = itertools.count(1)
@@ -87,6 +92,9 @@ class RpcChain(Chain):
 
     @classmethod
     def from_config(cls, config: ChainConfig) -> Self:
+        """An `RpcChain`, or a `MintingRpcChain` when `config` holds a ``minter_key``."""
+        if config.minter_key is not None and not issubclass(cls, MintingRpcChain):
+            return cast(Self, MintingRpcChain(config))
         return cls(config)
 
     @property
@@ -156,32 +164,6 @@ class RpcChain(Chain):
         }
         return int(self._request("eth_estimateGas", [fields]), 16)
 
-    @property
-    def can_mint(self) -> bool:
-        return self._minter_key is not None
-
-    def faucet(self, address: str, symbol: str, amount: str | int | Decimal) -> str:
-        if self._minter_key is None:
-            return super().faucet(address, symbol, amount)
-        from eth_account import Account
-
-        from ._deploy import fund
-
-        minter = Account.from_key(self._minter_key)
-        with self._minting:  # one sender: its nonces in order
-            return fund(self.web3, minter, self.addresses, address, symbol, amount)
-
-    def post_yield_root(self, period_id: int, root: str, total: int) -> str | None:
-        if self._minter_key is None or "yield_distributor" not in self.addresses:
-            return None
-        from eth_account import Account
-
-        from ._deploy import post_yield_root
-
-        operator = Account.from_key(self._minter_key)
-        with self._minting:  # one sender: its nonces in order
-            return post_yield_root(self.web3, operator, self.addresses, period_id, root, total)
-
     def close(self) -> None:
         if self._own_client:
             self._client.close()
@@ -233,6 +215,33 @@ class RpcChain(Chain):
             return response.json()
         except ValueError as e:
             raise UpstreamError(f"{self._where} answered invalid JSON", ambiguous=True) from e
+
+
+class MintingRpcChain(RpcChain):
+    """A node whose test contracts `ChainConfig.minter_key` owns (anvil under
+    ``treasury devnet``): a test chain (`minting.MintingChain`)."""
+
+    confirmations = 0
+
+    def __init__(self, config: ChainConfig, *, client: httpx.Client | None = None) -> None:
+        if config.minter_key is None:
+            raise ValueError(f"chain {config.chain_id}: a minting chain needs a minter_key")
+        super().__init__(config, client=client)
+        self._minter_key = config.minter_key
+        self._minting = threading.Lock()
+
+    @property
+    def minter_key(self) -> str:
+        return self._minter_key
+
+    def faucet(self, address: str, symbol: str, amount: str | int | Decimal) -> str:
+        from eth_account import Account
+
+        from ._deploy import fund
+
+        minter = Account.from_key(self._minter_key)
+        with self._minting:  # one sender in this process: its nonces in order
+            return fund(self.web3, minter, self.addresses, address, symbol, amount)
 
 
 def _raise(answer: Any, method: str) -> NoReturn:

@@ -10,6 +10,7 @@ from .base import (
     Onboarding,
     OnRamp,
     ProviderTransfer,
+    SimulatedProvider,
     VirtualAccount,
 )
 
@@ -25,5 +26,6 @@ __all__ = [
     "OnRamp",
     "Onboarding",
     "ProviderTransfer",
+    "SimulatedProvider",
     "VirtualAccount",
 ]

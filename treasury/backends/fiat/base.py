@@ -6,8 +6,10 @@ models) and the provider's transfer states by their names (``awaiting_funds``, .
 ours, so that repeating it (with the same request) after a crash or a timeout never
 creates a second one.
 Failures are `UpstreamError` (502), ``ambiguous=True`` when the request may have
-reached the provider (a timeout after sending). `treasury.testing.fiat.FiatSuite` is
-the conformance suite.
+reached the provider (a timeout after sending). Reads (`transfers`, `wallet_balance`)
+change nothing: a provider simulated in the process moves its transfers only when told
+to (`SimulatedProvider.advance`, which the worker calls once a pass).
+`treasury.testing.fiat.FiatSuite` is the conformance suite.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Self
+from typing import Protocol, Self, runtime_checkable
 
+from ..chain.base import Chain
 from ..storage.base import Storage
 
 #: Provider transfer states that end a transfer for us (DESIGN §3 "Provider states map"):
@@ -137,12 +140,13 @@ class VirtualAccount:
 @dataclass(frozen=True)
 class FiatContext:
     """What the treasury gives a fiat plugin when it opens. `chain(chain_id)` returns the
-    chain backend (the sandbox pays on-ramps out and watches off-ramp deposits there);
+    chain backend (the sandbox watches off-ramp deposits there, and pays on-ramps out
+    where the chain is a test chain, `MintingChain`);
     `storage` is the treasury's store (migrated before first use), where a plugin that
     simulates a provider may keep its state (the sandbox's table ``sandbox_fiat``), sealed
     with `encryption_key` (32 bytes for this plugin alone, derived from the master key)."""
 
-    chain: Callable[[int], Any]
+    chain: Callable[[int], Chain]
     storage: Storage | None = None
     encryption_key: bytes | None = field(default=None, repr=False)
 
@@ -187,9 +191,9 @@ class FiatProvider(ABC):
 
     @abstractmethod
     def transfers(self, ids: Sequence[str]) -> list[ProviderTransfer]:
-        """The current state of many transfers, in the order asked (one call, or a few).
-        An id the provider does not know is an `UpstreamError` (a misconfigured or
-        forgetful provider must not fail real transfers)."""
+        """The current state of many transfers, in the order asked (one call, or a few),
+        changing nothing. An id the provider does not know is an `UpstreamError` (a
+        misconfigured or forgetful provider must not fail real transfers)."""
 
     def transfers_updated_since(self, when: datetime) -> Iterable[list[ProviderTransfer]] | None:
         """Pages of every transfer the provider changed after `when` (its own clock, as
@@ -212,3 +216,14 @@ class FiatProvider(ABC):
     @abstractmethod
     def wallet_balance(self, customer_id: str, wallet_id: str) -> str:
         """The USDB balance of a customer's provider wallet, a decimal string."""
+
+
+@runtime_checkable
+class SimulatedProvider(Protocol):
+    """A provider simulated in the process (the sandbox), whose time passes in steps:
+    the worker calls `advance` with the transfers it is about to read, once a pass."""
+
+    def advance(self, ids: Sequence[str]) -> None:
+        """Move each open transfer of `ids` one state forward, as the provider's time
+        passing would (ids it does not know are left to `transfers` to refuse)."""
+        ...

@@ -4,8 +4,9 @@ It keeps its customers, bank accounts, transfers, virtual accounts and idempoten
 in the treasury's store (table ``sandbox_fiat``, one JSON record a row), so they outlive
 the process: an organization's bank accounts and virtual account keep working after a
 restart, and transfers open at a crash finish after it. Unbound to a store (a bare
-``SandboxFiat()``), it keeps them in memory. It moves like the real provider, one state
-per poll (`transfers`, which the treasury's job calls once a pass):
+``SandboxFiat()``), it keeps them in memory. Reads change nothing; its time passes in
+steps (`advance`, a `SimulatedProvider`: the worker calls it once a pass before reading
+the states), each moving an open transfer one state, like the real provider:
 
 * on-ramp: ``awaiting_funds`` (the customer's ACH push is simulated as arrived) →
   ``funds_received`` → ``payment_submitted`` (USDC, the amount less the developer fee, is
@@ -14,7 +15,12 @@ per poll (`transfers`, which the treasury's job calls once a pass):
 * off-ramp: ``awaiting_funds`` until the USDC has arrived at the transfer's deposit
   address on-chain, then ``funds_received`` → ``payment_submitted`` → ``payment_processed``.
 
-Bank details it invents are plausible: routing numbers pass the ABA checksum.
+The payout is minted through the chain's test interface (`MintingChain`); a chain
+without it cannot pay on-ramps out (`UpstreamError` at that step). The sandbox's lock
+guards its records only: no chain call is made while holding it. A crash between a
+payout's mint and the record of its hash mints it again at the next step (a known gap
+of a simulation). Bank details it invents are plausible: routing numbers pass the ABA
+checksum.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from ...errors import UpstreamError
 from ...evm.abi import BALANCE_OF
 from ...money import to_raw
+from ..chain.base import Chain
+from ..chain.minting import MintingChain
 from ..storage.base import Storage
 from .base import (
     FINAL_STATES,
@@ -42,6 +50,7 @@ from .base import (
     OffRamp,
     OnRamp,
     ProviderTransfer,
+    SimulatedProvider,
     VirtualAccount,
 )
 
@@ -103,10 +112,11 @@ class _Records:
                 )
 
 
-class SandboxFiat(FiatProvider):
+class SandboxFiat(FiatProvider, SimulatedProvider):
     def __init__(self) -> None:
         self._records = _Records()
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the records; never held across a chain call
+        self._stepping = threading.Lock()  # one step at a time: a payout minted once
         self._context: FiatContext | None = None
 
     @classmethod
@@ -198,28 +208,32 @@ class SandboxFiat(FiatProvider):
         return str(wallet["balance"])
 
     def transfers(self, ids: Sequence[str]) -> list[ProviderTransfer]:
-        """The transfers asked for, each open one moved one state forward first (and
-        kept). One this sandbox never made is an `UpstreamError`, as with a real
-        provider: nothing is failed by mistake."""
-        with self._lock:
-            records = {i: self._records.get("transfer", i) for i in ids}
-            unknown = [i for i, record in records.items() if record is None]
-            if unknown:
-                raise UpstreamError(f"the sandbox knows no transfer {', '.join(unknown)}")
-            found = []
-            for transfer_id in ids:
-                record = records[transfer_id]
-                assert record is not None
+        """The transfers asked for, as they are. One this sandbox never made is an
+        `UpstreamError`, as with a real provider: nothing is failed by mistake."""
+        records = {i: self._records.get("transfer", i) for i in ids}
+        unknown = [i for i, record in records.items() if record is None]
+        if unknown:
+            raise UpstreamError(f"the sandbox knows no transfer {', '.join(unknown)}")
+        return [_view(record) for record in records.values() if record is not None]
+
+    def advance(self, ids: Sequence[str]) -> None:
+        """Move each open transfer of `ids` one state forward (and keep it): the time of
+        one worker pass. Unknown ids are skipped (`transfers` refuses them)."""
+        with self._stepping:
+            for transfer_id in dict.fromkeys(ids):
+                record = self._records.get("transfer", transfer_id)
+                if record is None or _view(record).state in FINAL_STATES:
+                    continue
                 view = _view(record)
-                if view.state not in FINAL_STATES:
-                    moved = self._step(view, _request(record))
-                    if moved != view:
-                        record = {**record, "view": asdict(moved)}
-                        self._records.put(("transfer", transfer_id, record))
-                        records[transfer_id] = record
-                    view = moved
-                found.append(view)
-            return found
+                moved = self._step(view, _request(record))  # may read or mint on-chain
+                if moved == view:
+                    continue
+                with self._lock:
+                    current = self._records.get("transfer", transfer_id)
+                    if current is not None and _view(current) == view:  # not cancelled
+                        self._records.put(
+                            ("transfer", transfer_id, {**current, "view": asdict(moved)})
+                        )
 
     def cancel_transfer(self, transfer_id: str) -> ProviderTransfer | None:
         """Cancel a transfer that awaits funds; any other is answered as it is."""
@@ -242,6 +256,10 @@ class SandboxFiat(FiatProvider):
         if isinstance(request, OnRamp) and following == "payment_submitted":
             paid = Decimal(request.amount) - Decimal(request.developer_fee)
             chain = self._chain(request.chain_id)
+            if not isinstance(chain, MintingChain):
+                raise UpstreamError(
+                    f"the sandbox pays on-ramps out only on a test chain, not {request.chain_id}"
+                )
             tx_hash = chain.faucet(request.to_address, "USDC", format(paid, "f"))
             view = replace(view, destination_tx_hash=tx_hash, final_amount=format(paid, "f"))
         if isinstance(request, OffRamp) and following == "payment_submitted":
@@ -254,7 +272,7 @@ class SandboxFiat(FiatProvider):
         data = chain.call(chain.addresses["USDC"], BALANCE_OF.encode(address))
         return int(BALANCE_OF.decode(data)[0])
 
-    def _chain(self, chain_id: int) -> Any:
+    def _chain(self, chain_id: int) -> Chain:
         if self._context is None:
             raise UpstreamError("the sandbox provider is not bound to a treasury")
         return self._context.chain(chain_id)
