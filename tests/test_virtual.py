@@ -129,14 +129,14 @@ def test_two_workers_sweeping_at_once_start_one_sweep(anvil_config, new_storage_
     address = workers[0].for_organization(tenant.org.id).virtual_wallet.get().address
     fund(anvil_config["url"], anvil_config, address, "USDC", "42.5")
     fund(anvil_config["url"], anvil_config, address, "ETH", "1")
-    both_signed, claim = threading.Barrier(2, timeout=30), sweep.claim
+    both_signed, claim = threading.Barrier(2, timeout=30), sweep.claim_transfer
 
     def claim_after_both_signed(*args, **kwargs):
         write = claim(*args, **kwargs)
         both_signed.wait()  # a scheduling hook, not a mock: the real claim runs next
         return write
 
-    monkeypatch.setattr(sweep, "claim", claim_after_both_signed, raising=True)
+    monkeypatch.setattr(sweep, "claim_transfer", claim_after_both_signed, raising=True)
     summaries = []
     job = [j for j in JOBS if j.name == "sweep_virtual_wallets"]
     threads = [

@@ -173,6 +173,7 @@ class Treasury:
                 str(store.key_file.with_suffix("")) if store.key_file else None,
             ),
             signer=Signer(custodian),
+            operation_names=_idempotent_operations(),
             allow_private_webhook_urls=settings.allow_private_webhook_urls,
             sweep_minimum=settings.sweep_minimum,
             snapshot_interval=settings.snapshot_interval,
@@ -229,6 +230,11 @@ class Treasury:
         """The backend of a configured chain (the devnet adds `faucet`); 404 if unknown."""
         return self._runtime.chains.get(chain_id)
 
+    def decimals(self, chain_id: int, token: str) -> int:
+        """The decimals of a token of a configured chain (its key, such as ``"c0"``, or
+        its address), as the token answers them: read once per chain, then cached."""
+        return self._runtime.chains.decimals(chain_id, token)
+
     def run_once(self, only: Sequence[str] | None = None) -> RunSummary:
         """One pass of every background job (`JOBS`, in order), each isolated: a failing
         job, or a failing part of one (a chain), is reported and the rest goes on.
@@ -277,3 +283,12 @@ class Treasury:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _idempotent_operations() -> dict[tuple[str, ...], str]:
+    """The table's name of each operation that takes an Idempotency-Key, by its method.
+    The table is imported here, when a treasury opens: `import treasury` alone leaves
+    `treasury.operations` unloaded (it is not a public module)."""
+    from .operations import OPERATIONS
+
+    return {op.method_path: op.name for op in OPERATIONS if op.idempotency is not None}

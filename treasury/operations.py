@@ -30,7 +30,7 @@ from typing import Annotated, Any, Generic, Literal, Protocol, TypeVar, cast, ge
 import pydantic
 from pydantic import BaseModel
 
-from ._infra.idempotency import MAX_KEY_LENGTH
+from ._infra.idempotency import key_problem
 from ._infra.models import (
     Address,
     ChainId,
@@ -137,6 +137,16 @@ class PathParam:
         return kind is int
 
 
+class _Reached:
+    """A stand-in root that remembers the attributes an accessor reaches."""
+
+    def __init__(self, path: tuple[str, ...] = ()) -> None:
+        self.path = path
+
+    def __getattr__(self, name: str) -> _Reached:
+        return _Reached((*self.path, name))
+
+
 @dataclass(frozen=True)
 class Operation(Generic[R]):
     name: str
@@ -176,6 +186,12 @@ class Operation(Generic[R]):
         """Whether it runs without an API key (on the `Treasury`)."""
         return self.runs_public is not None
 
+    @property
+    def method_path(self) -> tuple[str, ...]:
+        """The attributes its method is reached by from its root (``("transfers",
+        "create")``): its name in Python."""
+        return cast(_Reached, self.handler(cast(Handle, _Reached()))).path
+
     def handler(self, root: Handle | Public) -> Callable[..., R]:
         """The bound method on `root`: an organization's handle, or for a public
         operation the `Treasury`."""
@@ -205,8 +221,7 @@ def invoke(
     key = headers.get(IDEMPOTENCY_HEADER)
     if key is None and operation.idempotency == "required":
         problems.append(_problem("header", IDEMPOTENCY_HEADER, "is required"))
-    elif key is not None and not 1 <= len(key) <= MAX_KEY_LENGTH:
-        message = f"must be a string of 1 to {MAX_KEY_LENGTH} characters"
+    elif key is not None and (message := key_problem(key)) is not None:
         problems.append(_problem("header", IDEMPOTENCY_HEADER, message))
     for param in operation.path_params:
         problems += value_errors(param.type, path.get(param.name), "path", param.name)

@@ -1,15 +1,19 @@
 """The configured chains, opened lazily on first use and shared by every thread, with
-what is immutable about them cached per chain (token metadata)."""
+what is immutable about them cached per chain: each token's name, symbol and decimals,
+read from the token once (`ChainRegistry.metadata`). A token's decimals have this one
+home (`ChainRegistry.decimals`); only the chain's own coin has them fixed (`ETH`)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..backends.chain.base import Chain, ChainConfig
-from ..errors import NotFound, ValidationError
+from ..errors import NotFound, UpstreamError, ValidationError
+from ..evm.abi import DECIMALS, NAME, SYMBOL, Function
+from ..evm.multicall import multicall
 from . import plugins
 from .models import ZERO_ADDRESS
 
@@ -21,6 +25,19 @@ class TokenMetadata:
     name: str
     symbol: str
     decimals: int
+
+
+#: The chain's own coin, which pays for gas: its decimals are the protocol's, not read.
+ETH = TokenMetadata("Ether", "ETH", 18)
+#: The views a token answers its metadata with, in `TokenMetadata` order.
+METADATA_VIEWS: tuple[Function, ...] = (NAME, SYMBOL, DECIMALS)
+TOKENS_PER_CALL = 100  # tokens whose metadata one multicall reads
+
+
+def metadata_calls(token: str) -> list[tuple[str, Function, tuple[object, ...]]]:
+    """The multicall sub-calls that read `token`'s metadata (`ChainRegistry.remember`
+    takes their answers)."""
+    return [(token, view, ()) for view in METADATA_VIEWS]
 
 
 class ChainRegistry:
@@ -90,11 +107,53 @@ class ChainRegistry:
                         "body", field, f"must not be a contract of chain {chain_id} ({name})"
                     )
 
-    def token_metadata(self, chain_id: int) -> dict[str, TokenMetadata]:
-        """Name, symbol and decimals of the tokens seen on a chain, by lowercase address
-        (an ERC-20's metadata never changes: read once per chain)."""
+    def known(self, chain_id: int) -> dict[str, TokenMetadata]:
+        """The metadata read so far of a chain's tokens, by lowercase address (an
+        ERC-20's metadata never changes: read once per chain)."""
         with self._lock:
             return self._tokens.setdefault(chain_id, {})
+
+    def remember(
+        self, chain_id: int, token: str, answers: Iterator[tuple[object, ...] | None]
+    ) -> TokenMetadata | None:
+        """Keep what a token answered to `metadata_calls` (taken from `answers`); None,
+        and nothing kept, when it did not answer all of them."""
+        name, symbol, decimals = (next(answers) for _ in METADATA_VIEWS)
+        if name is None or symbol is None or decimals is None:
+            return None
+        found = TokenMetadata(str(name[0]), str(symbol[0]), int(str(decimals[0])))
+        self.known(chain_id)[token] = found
+        return found
+
+    def metadata(self, chain_id: int, tokens: Sequence[str]) -> dict[str, TokenMetadata]:
+        """The metadata of `tokens` (lowercase addresses) on a chain: those not read yet
+        are read in one multicall per `TOKENS_PER_CALL`; a token that does not answer
+        is left out (and asked again next time)."""
+        known = self.known(chain_id)
+        missing = [token for token in dict.fromkeys(tokens) if token not in known]
+        for start in range(0, len(missing), TOKENS_PER_CALL):
+            chunk = missing[start : start + TOKENS_PER_CALL]
+            calls = [call for token in chunk for call in metadata_calls(token)]
+            answers = iter(multicall(self.get(chain_id), calls))
+            for token in chunk:
+                self.remember(chain_id, token, answers)
+        return {token: known[token] for token in tokens if token in known}
+
+    def token(self, chain_id: int, token: str) -> TokenMetadata:
+        """The metadata of a token of a chain, named by its key in the chain's addresses
+        (``"USDC"``, ``"c0"``) or by its address; ``"ETH"`` is the chain's own coin. 502
+        when the token does not answer."""
+        if token == ETH.symbol:
+            return ETH
+        address = self.get(chain_id).addresses.get(token, token).lower()
+        found = self.metadata(chain_id, [address]).get(address)
+        if found is None:
+            raise UpstreamError(f"token {token} on chain {chain_id} did not answer its metadata")
+        return found
+
+    def decimals(self, chain_id: int, token: str) -> int:
+        """The decimals of a token of a chain (named as for `token`): their one home."""
+        return self.token(chain_id, token).decimals
 
     def close(self) -> None:
         with self._lock:

@@ -19,17 +19,18 @@ log = logging.getLogger("treasury")
 
 MASTER_KEY_ENV = "TREASURY_MASTER_KEY"
 _NONCE_BYTES = 12
+KEY_BYTES = 32  # the master key's length, and every key derived from it (AES-256)
 CUSTODY_KEYS = "custody-private-key"  # the purpose custody keys are sealed for
 
 
 def new_master_key() -> str:
     """A fresh 256-bit master key, base64url encoded."""
-    return base64.urlsafe_b64encode(secrets.token_bytes(32)).decode()
+    return base64.urlsafe_b64encode(secrets.token_bytes(KEY_BYTES)).decode()
 
 
 def parse_master_key(value: str | bytes) -> bytes:
-    """Accept 32 raw bytes, or 32 bytes as base64url/base64 or hex text."""
-    if isinstance(value, bytes) and len(value) == 32:
+    """Accept `KEY_BYTES` raw bytes, or as many as base64url/base64 or hex text."""
+    if isinstance(value, bytes) and len(value) == KEY_BYTES:
         return value
     text = value.decode() if isinstance(value, bytes) else value
     text = text.strip()
@@ -43,9 +44,9 @@ def parse_master_key(value: str | bytes) -> bytes:
             raw = decode(encoded)
         except ValueError:
             continue
-        if len(raw) == 32:
+        if len(raw) == KEY_BYTES:
             return raw
-    raise TreasuryError("master key must be 32 bytes (base64 or hex encoded)")
+    raise TreasuryError(f"master key must be {KEY_BYTES} bytes (base64 or hex encoded)")
 
 
 def resolve_master_key(
@@ -60,7 +61,7 @@ def resolve_master_key(
     if os.environ.get(MASTER_KEY_ENV):
         return parse_master_key(os.environ[MASTER_KEY_ENV])
     if key_file is None and not durable:
-        return secrets.token_bytes(32)
+        return secrets.token_bytes(KEY_BYTES)
     if key_file is None:
         raise TreasuryError(
             f"this storage keeps no key file: set {MASTER_KEY_ENV} (or pass master_key=),"

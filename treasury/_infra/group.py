@@ -3,8 +3,8 @@
 It holds the one way an operation that creates something is run: its input parsed from
 a model, a mapping or keyword arguments (`parse_input`), then run under its
 Idempotency-Key in one of the two shapes of `idempotency`. The operation's name, which
-the idempotency fingerprint uses, is ``"<group>.<method>"`` as in the table of
-operations (`treasury.operations`).
+the idempotency fingerprint uses, is read from the table of operations
+(`treasury.operations`, given to the runtime as `Runtime.operation_names`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from .models import Replayable
 from .runtime import Scope
 
 R = TypeVar("R", bound=Replayable)
+S = TypeVar("S")
 
 
 class Group:
@@ -42,7 +43,7 @@ class Group:
     ) -> R:
         """Run `write` in one storage transaction, at most once per Idempotency-Key
         (`path`: the operation's path parameters, part of the fingerprint)."""
-        operation = f"{self.name}.{action}"
+        operation = self._operation(action)
         return idempotency.run(self._scope, key, operation, request, write, result, path)
 
     def _in_two_phases(
@@ -50,14 +51,18 @@ class Group:
         action: str,
         key: str | None,
         request: BaseModel,
-        prepare: Callable[[], Callable[[Transaction], str]],
-        steps: idempotency.Upstream[R],
+        prepare: Callable[[], idempotency.WriteAhead],
+        steps: idempotency.Upstream[S, R],
         result: type[R],
         path: tuple[object, ...] = (),
     ) -> R:
         """Run an operation with an effect outside the database (see `idempotency`):
         `prepare` checks and signs outside any transaction and returns the claim."""
-        operation = f"{self.name}.{action}"
+        operation = self._operation(action)
         return idempotency.run_in_two_phases(
             self._scope, key, operation, request, prepare, steps, result, path
         )
+
+    def _operation(self, action: str) -> str:
+        """The table's name of this group's method `action` (an idempotent operation)."""
+        return self._scope.runtime.operation_names[(self.name, action)]

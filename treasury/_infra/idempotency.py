@@ -50,7 +50,6 @@ from .models import Replayable
 from .runtime import Runtime, Scope
 
 KEY_TTL = timedelta(hours=24)
-#: How long a claim's holder has before a job may take its write-ahead work over.
 #: How long a claim is its request's alone before a job may finish it: more than twice
 #: the longest upstream call (30 s, 5 s to connect), so a slow request is not taken over.
 LEASE = timedelta(seconds=90)
@@ -58,6 +57,10 @@ NOT_STORED = frozenset({400, 401, 429})  # and every status >= 500
 MAX_KEY_LENGTH = 256
 
 R = TypeVar("R", bound=Replayable)
+S = TypeVar("S")
+#: The claim of a two-phase operation: writes its write-ahead rows, in the transaction
+#: that holds the key, and returns their reference.
+WriteAhead = Callable[[Transaction], str]
 
 
 def fingerprint(operation: str, request: BaseModel, path: tuple[object, ...] = ()) -> str:
@@ -68,11 +71,17 @@ def fingerprint(operation: str, request: BaseModel, path: tuple[object, ...] = (
     return hashlib.sha256(f"{operation} {where}\n{canonical}".encode()).hexdigest()
 
 
-def check_key(key: object) -> str:
+def key_problem(key: object) -> str | None:
+    """What is wrong with an Idempotency-Key (the one rule of its length), or None."""
     if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_LENGTH:
-        raise ValidationError.field(
-            "header", "Idempotency-Key", f"must be a string of 1 to {MAX_KEY_LENGTH} characters"
-        )
+        return f"must be a string of 1 to {MAX_KEY_LENGTH} characters"
+    return None
+
+
+def check_key(key: object) -> str:
+    if (problem := key_problem(key)) is not None:
+        raise ValidationError.field("header", "Idempotency-Key", problem)
+    assert isinstance(key, str)
     return key
 
 
@@ -99,27 +108,29 @@ def run(
     if key is None:
         with storage.transaction() as tx:
             return write(tx)
-    claim = _Claim(scope, check_key(key), fingerprint(operation, request, path))
+    hold = _KeyHold(scope, check_key(key), fingerprint(operation, request, path))
     try:
         with storage.transaction() as tx:
             result = write(tx)
-            if not claim.insert(tx, "done", body=result.model_dump_json(), sealed=_secret(result)):
+            if not hold.insert(tx, "done", body=result.model_dump_json(), sealed=_secret(result)):
                 raise _Taken()  # rolls the operation back
         return result
     except _Taken:
         pass
     except TreasuryError as error:
-        if not stored(error) or claim.keep_error(storage, error):
+        if not stored(error) or hold.keep_error(storage, error):
             raise
-    return claim.replay(storage, result_type)
+    return hold.replay(storage, result_type)
 
 
 # -- two phases ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Upstream(Generic[R]):
-    """The steps after the claim of an operation with an effect outside the database.
+class Upstream(Generic[S, R]):
+    """The steps after the claim of an operation with an effect outside the database,
+    typed by what its upstream call gives its record step (`S`: a provider's answer, a
+    transfer's outcome) and by its result (`R`).
 
     The claim's write-ahead rows are named by a reference (a string). `perform` and
     `record` also finish work a crash left behind, from a job: `perform` must be safe
@@ -127,8 +138,8 @@ class Upstream(Generic[R]):
     signed bytes) and `record` must be a no-op once recorded.
     """
 
-    perform: Callable[[str], object]  # the upstream call, outside any transaction
-    record: Callable[[Transaction, str, object], R]  # the outcome, guarded
+    perform: Callable[[str], S]  # the upstream call, outside any transaction
+    record: Callable[[Transaction, str, S], R]  # its outcome, guarded
     abandon: Callable[[Transaction, str], None]  # undo the write-ahead rows
     #: On every failure of `perform`, in the transaction that handles it, with whether
     #: that failure's outcome is unknown: True keeps the write-ahead rows in flight.
@@ -141,8 +152,8 @@ def run_in_two_phases(
     key: str | None,
     operation: str,
     request: BaseModel,
-    prepare: Callable[[], Callable[[Transaction], str]],
-    steps: Upstream[R],
+    prepare: Callable[[], WriteAhead],
+    steps: Upstream[S, R],
     result_type: type[R],
     path: tuple[object, ...] = (),
 ) -> R:
@@ -154,14 +165,14 @@ def run_in_two_phases(
     hold = (
         None
         if key is None
-        else _Claim(scope, check_key(key), fingerprint(operation, request, path))
+        else _KeyHold(scope, check_key(key), fingerprint(operation, request, path))
     )
     try:
         if hold is not None and hold.held(storage):
             raise _Taken()
-        claim = prepare()
+        write_ahead = prepare()
         with storage.transaction() as tx:
-            ref = claim(tx)
+            ref = write_ahead(tx)
             if hold is not None and not hold.insert(tx, "in_flight", resource=ref):
                 raise _Taken()  # rolls the claim back
     except _Taken:
@@ -174,11 +185,11 @@ def run_in_two_phases(
     return finish(scope.runtime, scope.org_id, ref, steps)
 
 
-def finish(runtime: Runtime, org_id: str, ref: str, steps: Upstream[R]) -> R:
+def finish(runtime: Runtime, org_id: str, ref: str, steps: Upstream[S, R]) -> R:
     """Perform and record a claimed operation, completing its key (requests and jobs)."""
     storage = runtime.storage
     try:
-        outcome = steps.perform(ref)
+        performed = steps.perform(ref)
     except TreasuryError as error:  # upstream, or refused for a reason of the request's own
         ambiguous = isinstance(error, UpstreamError) and error.ambiguous
         with storage.transaction() as tx:
@@ -187,7 +198,7 @@ def finish(runtime: Runtime, org_id: str, ref: str, steps: Upstream[R]) -> R:
                 _settle(runtime, tx, org_id, ref, error if stored(error) else None)
         raise
     with storage.transaction() as tx:
-        result = steps.record(tx, ref, outcome)
+        result = steps.record(tx, ref, performed)
         body, outcome = _kept(runtime, result.model_dump_json(), _secret(result))
         tx.execute(
             "UPDATE idempotency_keys SET state = 'done', body = ?, outcome = ?"
@@ -245,7 +256,7 @@ class _Taken(Exception):
     """The key already holds a live outcome or claim: undo this run and replay that."""
 
 
-class _Claim:
+class _KeyHold:
     """One request's hold on (organization, key)."""
 
     def __init__(self, scope: Scope, key: str, print_: str) -> None:

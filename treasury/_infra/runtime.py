@@ -4,6 +4,7 @@ and `Scope`, one organization's view of them."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -26,6 +27,10 @@ class Runtime:
     clock: Clock
     chains: ChainRegistry
     signer: Signer
+    #: The name of each operation that takes an Idempotency-Key, by its group and method
+    #: (``("transfers", "create")``), as the table of operations gives it: the first part
+    #: of the idempotency fingerprint.
+    operation_names: Mapping[tuple[str, ...], str]
     deposit_confirmations: int | None = None  # None: each chain's (`Chain.confirmations`)
     allow_private_webhook_urls: bool = False
     sweep_minimum: str = "1.00"

@@ -14,7 +14,7 @@ from typing import TypeVar
 from ..backends.storage.base import Row, Transaction
 from ..errors import UpstreamError
 from ..evm.signing import Signed
-from .transfers import OPEN
+from .transfers import CLAIMED, OPEN
 
 T = TypeVar("T")
 #: Signings of one transfer's legs when another process takes the same nonces first,
@@ -121,7 +121,7 @@ def waiting(tx: Transaction, chain_id: int, sender: str, mined: int) -> list[Wai
             nonce=int(r["nonce"]),
             signed=Signed(raw=bytes(r["raw"]), hash=r["hash"], nonce=int(r["nonce"])),
             sent=bool(r["sent"]),
-            claimed=r["stage"] == "claimed",
+            claimed=r["stage"] == CLAIMED,
             lease_until=r["lease_until"],
         )
         for r in rows

@@ -5,11 +5,21 @@ nonces of signed legs are held by), and which transaction hashes our own transfe
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from ..backends.storage.base import Transaction
 
-#: The state table: the statuses a transfer may move to, from each status.
-NEXT: dict[str, frozenset[str]] = {
+#: A transfer's status, as the API shows it.
+Status = Literal["pending", "submitted", "completed", "failed"]
+#: How far a transfer's upstream work went (see `treasury.transfers.store`).
+Stage = Literal["claimed", "recorded"]
+CLAIMED: Stage = "claimed"
+RECORDED: Stage = "recorded"
+
+#: The state table: the statuses a transfer may move to, from each status. Statements
+#: take statuses, stages and pairings from here and from `treasury.transfers.models` (as
+#: parameters, or as the SQL lists built here), never as literals of their own.
+NEXT: dict[Status, frozenset[Status]] = {
     "pending": frozenset({"submitted", "failed"}),
     "submitted": frozenset({"completed", "failed"}),
     "completed": frozenset(),
@@ -17,8 +27,13 @@ NEXT: dict[str, frozenset[str]] = {
 }
 
 
+def sql_list(values: Sequence[str]) -> str:
+    """`values` as an SQL list of literals (they come from the tables above, never input)."""
+    return "(" + ", ".join(f"'{value}'" for value in values) + ")"
+
+
 #: The statuses of a transfer that has not ended (those it may still move from), as SQL.
-OPEN = "(" + ", ".join(f"'{status}'" for status, after in NEXT.items() if after) + ")"
+OPEN = sql_list([status for status, after in NEXT.items() if after])
 
 
 def caused(tx: Transaction, chain_id: int, hashes: Sequence[str]) -> set[str]:

@@ -13,19 +13,17 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .._infra.chains import TokenMetadata
+from .._infra.chains import ETH, METADATA_VIEWS
 from .._infra.group import Group
 from .._infra.models import Address, ListOf
 from .._infra.validation import parse_value
-from ..evm.abi import BALANCE_OF, DECIMALS, GET_ETH_BALANCE, NAME, SYMBOL, address_word
+from ..evm.abi import BALANCE_OF, GET_ETH_BALANCE, address_word
 from ..evm.multicall import call_aggregate3, decode_result, multicall_payload, uint256
 from .models import TokenBalance
 
 TOKENS_PER_CALL = 100
 PAYLOADS_KEPT = 256  # (wallet, token set) call data kept, ~16 kB each for 100 tokens
 NATIVE = "0x" + "e" * 40  # EIP-7528: the address that stands for the chain's own coin
-ETH = TokenMetadata("Ether", "ETH", 18)
-_METADATA = (NAME, SYMBOL, DECIMALS)
 
 
 class Balances(Group):
@@ -35,7 +33,7 @@ class Balances(Group):
         """Balances of every token configured on the chain (tokens that fail are left out)."""
         runtime = self._scope.runtime
         chain = runtime.chains.get(chain_id)
-        known = runtime.chains.token_metadata(chain_id)
+        known = runtime.chains.known(chain_id)
         address = str(parse_value(Address, address, "path", "address"))
         tokens = list(chain.tokens)
         multicall_at = chain.addresses.get("multicall")
@@ -54,12 +52,9 @@ class Balances(Group):
             for token in chunk:
                 balance = _uint256(next(results))
                 if token in unknown:
-                    name, symbol, decimals = (decode_result(fn, next(results)) for fn in _METADATA)
-                    if name is None or symbol is None or decimals is None:
+                    answers = (decode_result(view, next(results)) for view in METADATA_VIEWS)
+                    if runtime.chains.remember(chain_id, token, answers) is None:
                         continue
-                    known[token] = TokenMetadata(
-                        str(name[0]), str(symbol[0]), int(str(decimals[0]))
-                    )
                 if balance is None:
                     continue
                 meta = known[token]
@@ -99,7 +94,7 @@ def _payload(
     for token in tokens:
         calls.append((token, balance_of))
         if token in unknown:
-            calls += [(token, fn.selector) for fn in _METADATA]
+            calls += [(token, view.selector) for view in METADATA_VIEWS]
     return multicall_payload(calls), len(calls)
 
 

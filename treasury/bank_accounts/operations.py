@@ -113,10 +113,10 @@ class BankAccounts(Group):
         return _listed(row, self._scope.runtime.secrets)
 
 
-def _registration(runtime: Runtime) -> idempotency.Upstream[BankAccount]:
+def _registration(runtime: Runtime) -> idempotency.Upstream[str | None, BankAccount]:
     """Perform (tell the provider), record (mark registered), abandon (forget the row)."""
 
-    def perform(external_id: str) -> object:
+    def perform(external_id: str) -> str | None:
         with runtime.storage.read() as tx:
             row = bank_accounts.registration(tx, external_id)
         if row is None:  # finished meanwhile by another worker: recording is a no-op
@@ -127,7 +127,7 @@ def _registration(runtime: Runtime) -> idempotency.Upstream[BankAccount]:
             customer, account, idempotency_key=external_id
         )
 
-    def record(tx: Transaction, external_id: str, provider_id: object) -> BankAccount:
+    def record(tx: Transaction, external_id: str, provider_id: str | None) -> BankAccount:
         row = bank_accounts.mark_registered(tx, external_id, str(provider_id), runtime.now_text())
         if row is None:
             raise NotFound("Bank account not found")

@@ -133,9 +133,9 @@ def _run(settings: Settings, passes: int) -> None:
             lambda: c.transfers.get(deposit.id).status == "completed",
         )
         estimate = step("the yield estimate", lambda: c.yields.estimate(CHAIN, wallet.address))
-        if estimate.earning != str(100 * 10**18):
+        if estimate.earning != str(100 * 10**estimate.decimals):
             raise StepFailed(f"the yield estimate: earning {estimate.earning}, not 100 c0")
-        yearly = to_units(estimate.annual_yield, 18)
+        yearly = to_units(estimate.annual_yield, estimate.decimals)
         click.echo(f"    apy {estimate.rate.apy:.4%}: {yearly} c0 a year on 100 c0")
         step.until("a webhook delivered and its signature verified", lambda: receiver.verified)
         offramp = step(

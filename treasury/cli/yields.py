@@ -9,12 +9,10 @@ from .._treasury import Treasury
 from ..money import to_units
 from ._shared import command, emit, fail, in_process_chains, open_treasury, table, when
 
-C0_DECIMALS = 18
 
-
-def c0(raw: str) -> str:
-    """Raw c0 (as the API shows it) in token units, for the tables people read."""
-    return to_units(raw, C0_DECIMALS)
+def c0(t: Treasury, chain_id: int, raw: str) -> str:
+    """Raw c0 of a chain (as the API shows it) in token units, for the tables people read."""
+    return to_units(raw, t.decimals(chain_id, "c0"))
 
 
 PUBLISHING = ("snapshot_yields", "publish_yield_periods")
@@ -30,10 +28,18 @@ def yield_() -> None:
 @click.pass_context
 def periods(ctx: click.Context) -> None:
     """Published periods of every chain, newest first."""
-    listed = open_treasury(ctx).yield_artifacts.list()
+    t = open_treasury(ctx)
+    listed = t.yield_artifacts.list()
     assert isinstance(listed, ListOf)  # without a period id: the list
     rows = [
-        [p.period_id, str(p.chain_id), when(p.starts_at), str(p.count), c0(p.total), p.root]
+        [
+            p.period_id,
+            str(p.chain_id),
+            when(p.starts_at),
+            str(p.count),
+            c0(t, p.chain_id, p.total),
+            p.root,
+        ]
         for p in listed.data
     ]
     emit(
@@ -50,15 +56,17 @@ def periods(ctx: click.Context) -> None:
 @click.pass_context
 def show(ctx: click.Context, period_id: str, chain_id: int | None) -> None:
     """One published period: its root and every claim (index, account, amount)."""
-    period = open_treasury(ctx).yield_artifacts.get(period_id, chain_id)
-    rows = [[str(leaf.index), leaf.account, c0(leaf.amount)] for leaf in period.leaves]
+    t = open_treasury(ctx)
+    period = t.yield_artifacts.get(period_id, chain_id)
+    units = t.decimals(period.chain_id, "c0")
+    rows = [[str(leaf.index), leaf.account, to_units(leaf.amount, units)] for leaf in period.leaves]
     emit(
         ctx,
         period.to_json(),
         lambda: [
             f"Period {period.period_id} on chain {period.chain_id}:"
             f" {when(period.starts_at)} to {when(period.ends_at)}",
-            f"Root {period.root}, {period.count} claims, {c0(period.total)} c0",
+            f"Root {period.root}, {period.count} claims, {to_units(period.total, units)} c0",
             *table(["INDEX", "ACCOUNT", "AMOUNT (c0)"], rows),
         ],
     )
@@ -127,6 +135,7 @@ def _publish_now(ctx: click.Context, t: Treasury, chain_id: int | None) -> None:
         {"published": period.to_json()},
         lambda: [
             f"Period {period.period_id} on chain {period.chain_id} closed at {when(period.ends_at)}"
-            f" and published: {period.count} claims, {c0(period.total)} c0, root {period.root}"
+            f" and published: {period.count} claims, {c0(t, period.chain_id, period.total)} c0,"
+            f" root {period.root}"
         ],
     )

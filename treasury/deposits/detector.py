@@ -21,8 +21,6 @@ from .._records.events import emit
 from .._records.transfers import caused
 from ..backends.chain.base import Chain, Log
 from ..backends.storage.base import Transaction
-from ..evm.abi import DECIMALS, NAME, SYMBOL
-from ..evm.multicall import multicall
 from ..money import to_units
 from . import store
 
@@ -144,17 +142,11 @@ def _record(
 
 def _metadata(runtime: Runtime, chain: Chain, tokens: list[str]) -> dict[str, TokenMetadata]:
     """The tokens' symbols and decimals, read from the chain once (then cached)."""
-    known = runtime.chains.token_metadata(chain.chain_id)
-    missing = [token for token in tokens if token not in known]
-    if missing:
-        calls = [(token, f, ()) for token in missing for f in (NAME, SYMBOL, DECIMALS)]
-        answers = iter(multicall(chain, calls))
-        for token in missing:
-            name, symbol, decimals = next(answers), next(answers), next(answers)
-            if name is None or symbol is None or decimals is None:
-                raise ValueError(f"token {token} did not answer its name, symbol and decimals")
-            known[token] = TokenMetadata(str(name[0]), str(symbol[0]), int(str(decimals[0])))
-    return {token: known[token] for token in tokens}
+    known = runtime.chains.metadata(chain.chain_id, tokens)
+    for token in tokens:
+        if token not in known:
+            raise ValueError(f"token {token} did not answer its name, symbol and decimals")
+    return known
 
 
 def _transfers(logs: list[Log]) -> list[Log]:

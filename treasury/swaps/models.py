@@ -23,7 +23,7 @@ class PrepareSwap(Body):
     @field_validator("amount")
     @classmethod
     def _positive_decimal(cls, value: str) -> str:
-        to_raw(value, 6)  # a positive decimal with at most 6 places (the stablecoin side)
+        to_raw(value, len(value.partition(".")[2]))  # its places: the tokens' (`Swaps`)
         return value
 
 

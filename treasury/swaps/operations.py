@@ -8,7 +8,7 @@ from typing import Any, Literal
 from .._infra.group import Group
 from .._infra.validation import parse_input
 from ..errors import UpstreamError, ValidationError
-from ..evm.abi import ALLOWANCE, APPROVE, DECIMALS, SWAP
+from ..evm.abi import ALLOWANCE, APPROVE, SWAP
 from ..evm.multicall import multicall
 from ..money import to_raw, to_units
 from .models import Prepared, PrepareSummary, PrepareSwap, Step, StepTransaction
@@ -37,17 +37,17 @@ class Swaps(Group):
         facility = chain.addresses["swap_facility"]
         token_in, token_out = (stable, c0) if direction == "deposit" else (c0, stable)
         owner = request.from_
-        decimals, allowance = multicall(
-            chain,
-            [(token_in, DECIMALS, ()), (token_in, ALLOWANCE, (owner, facility))],
-        )
-        if decimals is None or allowance is None:
-            raise UpstreamError(f"token {token_in} did not answer decimals/allowance")
-        places = int(str(decimals[0]))
-        try:
+        tokens = self._scope.runtime.chains
+        tokens.metadata(chain_id, [token_in, token_out])  # both in one read, once per chain
+        places = tokens.decimals(chain_id, token_in)
+        try:  # no finer than either token: the swap would drop what the other cannot hold
+            to_raw(request.amount, min(places, tokens.decimals(chain_id, token_out)))
             raw = to_raw(request.amount, places)
         except ValueError as error:
             raise ValidationError.field("body", "amount", str(error)) from None
+        (allowance,) = multicall(chain, [(token_in, ALLOWANCE, (owner, facility))])
+        if allowance is None:
+            raise UpstreamError(f"token {token_in} did not answer its allowance")
         current = int(str(allowance[0]))
         symbol_in = request.token if direction == "deposit" else "c0"
         symbol_out = "c0" if direction == "deposit" else request.token

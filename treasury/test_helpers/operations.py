@@ -8,7 +8,8 @@ from typing import Any
 from .._infra.group import Group
 from .._infra.validation import parse_input
 from ..backends.chain.minting import MintingChain
-from ..errors import NotFound
+from ..errors import NotFound, ValidationError
+from ..money import to_raw
 from .models import Faucet, Funded
 
 
@@ -27,6 +28,10 @@ class TestHelpers(Group):
         if not isinstance(chain, MintingChain):
             raise NotFound(f"Chain {chain_id} has no test helpers")
         request = parse_input(Faucet, body, fields)
+        try:
+            to_raw(request.amount, self._scope.runtime.chains.decimals(chain_id, request.token))
+        except ValueError as error:
+            raise ValidationError.field("body", "amount", str(error)) from None
         tx_hash = chain.faucet(request.address, request.token, request.amount)
         return Funded(
             chain_id=chain_id,

@@ -38,6 +38,7 @@ from eth_account.signers.local import LocalAccount
 from eth_utils.address import to_checksum_address
 
 from treasury.backends.chain import ADDRESS_KEYS, OPTIONAL_ADDRESS_KEYS, Chain, Receipt, Reverted
+from treasury.backends.chain._deploy import DECIMALS as DEPLOYED
 from treasury.errors import UpstreamError
 from treasury.evm.abi import GET_ETH_BALANCE, calldata
 
@@ -45,7 +46,8 @@ Fund = Callable[[str, str, str], Any]
 
 HASH = re.compile(r"0x[0-9a-f]{64}")
 ADDRESS = re.compile(r"0x[0-9a-f]{40}")
-DECIMALS = {"USDC": 6, "USDT": 6, "c0": 18}
+#: The decimals of the tokens `treasury.anvil.deploy_contracts` deploys (what `fund` gives).
+DECIMALS = {symbol: DEPLOYED[symbol] for symbol in ("USDC", "USDT", "c0")}
 
 
 def balance_of(chain: Chain, symbol: str, owner: str) -> int:

@@ -49,7 +49,7 @@ from treasury.testing._storage_base import NOW
 from treasury.testing._support import THREAD_TIMEOUT, run_threads
 from treasury.transactions.indexer import receipt_json
 from treasury.transactions.models import shown
-from treasury.webhooks.deliveries import claim_due
+from treasury.webhooks.deliveries import lease_due
 
 MASTER_KEY = "0" * 64
 CHAIN_ID = 31337
@@ -230,14 +230,14 @@ class StatementSuite(PageTests):
 
         def first() -> None:
             with storage.transaction() as tx:
-                claimed["first"] = claim_due(tx, NOW, NOW, until, 5)
+                claimed["first"] = lease_due(tx, NOW, NOW, until, 5)
                 first_done.set()
                 assert release.wait(THREAD_TIMEOUT), "never released"
 
         def second() -> None:
             assert first_done.wait(THREAD_TIMEOUT)
             with storage.transaction() as tx:
-                claimed["second"] = claim_due(tx, NOW, NOW, until, 5)
+                claimed["second"] = lease_due(tx, NOW, NOW, until, 5)
 
         with storage.read() as tx:
             concurrent_writers = bool(tx.skip_locked)
@@ -252,7 +252,7 @@ class StatementSuite(PageTests):
         seconds = {row["id"] for row in claimed["second"]}
         assert len(firsts) == len(seconds) == 5 and not firsts & seconds, (firsts, seconds)
         with storage.transaction() as tx:  # and the two remaining rows are still free
-            assert len(claim_due(tx, NOW, NOW, until, 5)) == 2
+            assert len(lease_due(tx, NOW, NOW, until, 5)) == 2
 
     # -- LIKE and paramstyles -----------------------------------------------------------
 

@@ -18,18 +18,20 @@ from .._infra.runtime import Runtime
 from .._records import bank_accounts, customers, nonces, wallets
 from .._records import transactions as tracked
 from .._records.transactions import RecordTransaction
+from .._records.transfers import CLAIMED, RECORDED, Status
 from ..backends.fiat.base import FAILED_STATES, OffRamp, OnRamp, ProviderTransfer
 from ..backends.storage.base import Row, Transaction
 from ..errors import UpstreamError
 from ..evm.abi import TRANSFER
 from ..evm.signing import broadcast
 from . import store
+from .executor import executor
 from .models import DepositInstructions, Transfer, TransferSide
-from .onchain import APPROVE_GAS, Replaced, evidence, raw_amount, track_legs
+from .onchain import APPROVE_GAS, Replaced, evidence, raw_amount, record_sent
 
 #: The provider's transfer states, as our statuses (DESIGN §3 "Provider states map"): its
 #: exception paths fail the transfer; a review or a missing return policy keeps it pending.
-STATUS_OF_STATE = {
+STATUS_OF_STATE: dict[str, Status] = {
     "awaiting_funds": "pending",
     "in_review": "pending",
     "funds_received": "pending",
@@ -73,41 +75,38 @@ def _ask_provider(runtime: Runtime, tx: Transaction, row: Row) -> Callable[[], P
     return ask
 
 
-def onramp_steps(runtime: Runtime) -> Upstream[Transfer]:
-    def perform(transfer_id: str) -> object:
+def onramp_steps(runtime: Runtime) -> Upstream[ProviderTransfer | None, Transfer]:
+    def perform(transfer_id: str) -> ProviderTransfer | None:
         with runtime.storage.read() as tx:  # one read for the row and the request
             row = store.get(tx, transfer_id)
-            if row is None or row["stage"] != "claimed":
+            if row is None or row["stage"] != CLAIMED:
                 return None
             ask = _ask_provider(runtime, tx, row)
         return ask()
 
-    def record(tx: Transaction, transfer_id: str, answer: object) -> Transfer:
-        row = store.get(tx, transfer_id)
-        if row is None:
-            raise UpstreamError("the transfer was abandoned meanwhile")
-        if row["stage"] == "claimed" and isinstance(answer, ProviderTransfer):
-            store.update(
-                tx,
-                transfer_id,
-                runtime.now_text(),
-                box=runtime.secrets,
-                stage="recorded",
-                provider_transfer_id=answer.id,
-                provider_state=answer.state,  # announced as it is: `apply` changes nothing more
-                deposit_instructions=_instructions(runtime, row, answer),
-            )
-            apply(tx, runtime, store.get(tx, transfer_id) or row, answer)
-        return store.shown(store.get(tx, transfer_id) or row, runtime.secrets)
+    def record(tx: Transaction, row: Row, answer: ProviderTransfer | None) -> None:
+        if answer is None:
+            return
+        store.update(
+            tx,
+            row["id"],
+            runtime.now_text(),
+            box=runtime.secrets,
+            stage=RECORDED,
+            provider_transfer_id=answer.id,
+            provider_state=answer.state,  # announced as it is: `apply` changes nothing more
+            deposit_instructions=_instructions(runtime, row, answer),
+        )
+        apply(tx, runtime, store.get(tx, row["id"]) or row, answer)
 
-    return Upstream(perform=perform, record=record, abandon=store.remove, keep=store.keep)
+    return executor(runtime, perform, record)
 
 
-def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
-    def perform(transfer_id: str) -> object:
+def offramp_steps(runtime: Runtime) -> Upstream[Replaced | None, Transfer]:
+    def perform(transfer_id: str) -> Replaced | None:
         with runtime.storage.read() as tx:
             row = store.get(tx, transfer_id)
-            if row is None or row["stage"] != "claimed":
+            if row is None or row["stage"] != CLAIMED:
                 return None
             unasked = row["provider_transfer_id"] is None
             ask = _ask_provider(runtime, tx, row) if unasked else None
@@ -128,26 +127,8 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
             raise UpstreamError("the fiat provider gave no deposit address for the off-ramp")
         return _send_usdc(runtime, row)
 
-    def record(tx: Transaction, transfer_id: str, outcome: object) -> Transfer:
-        row = store.get(tx, transfer_id)
-        if row is None:
-            raise UpstreamError("the transfer was abandoned meanwhile")
-        if row["stage"] == "claimed":
-            now, legs = runtime.now_text(), store.legs(tx, transfer_id)
-            store.mark_sent(tx, transfer_id)
-            if isinstance(outcome, Replaced):  # the job cancels its provider transfer
-                store.fail_claim(tx, transfer_id, now, runtime.secrets, outcome.message)
-            else:
-                track_legs(tx, row, legs, now)
-                store.update(
-                    tx,
-                    transfer_id,
-                    now,
-                    box=runtime.secrets,
-                    stage="recorded",
-                    transaction_hash=legs[-1].signed.hash,
-                )
-        return store.shown(store.get(tx, transfer_id) or row, runtime.secrets)
+    def record(tx: Transaction, row: Row, replaced: Replaced | None) -> None:
+        record_sent(runtime, tx, row, replaced, None)  # a replaced send: the job cancels
 
     def abandon(tx: Transaction, transfer_id: str) -> None:
         row = store.get(tx, transfer_id)
@@ -158,7 +139,7 @@ def offramp_steps(runtime: Runtime) -> Upstream[Transfer]:
         else:
             store.remove(tx, transfer_id)
 
-    return Upstream(perform=perform, record=record, abandon=abandon, keep=store.keep)
+    return executor(runtime, perform, record, abandon)
 
 
 def _send_usdc(runtime: Runtime, row: Row) -> Replaced | None:
@@ -184,7 +165,8 @@ def _send_usdc(runtime: Runtime, row: Row) -> Replaced | None:
             def sign_and_store() -> list[store.Leg]:
                 with runtime.storage.read() as tx:
                     floor = nonces.next_free_nonce(tx, chain_id, wallet)
-                usdc, raw = chain.addresses["USDC"], raw_amount(row["amount"], "usdc")
+                usdc = chain.addresses["USDC"]
+                raw = raw_amount(runtime, chain_id, row["amount"], "USDC")
                 signed = runtime.signer.sign(
                     chain,
                     custody_ref=custody_ref,
@@ -214,16 +196,7 @@ def _instructions(runtime: Runtime, row: Row, answer: ProviderTransfer) -> str |
     deposit = answer.bank_deposit
     if deposit is None:
         return None
-    instructions = DepositInstructions(
-        amount=row["amount"],
-        bank_name=deposit.bank_name,
-        bank_address=deposit.bank_address,
-        routing_number=deposit.routing_number,
-        account_number=deposit.account_number,
-        beneficiary_name=deposit.beneficiary_name,
-        beneficiary_address=deposit.beneficiary_address,
-        message=deposit.message,
-    )
+    instructions = DepositInstructions.of(deposit, row["amount"])
     return runtime.secrets.seal(store.INSTRUCTIONS, instructions.model_dump_json())
 
 
@@ -240,7 +213,7 @@ def apply(tx: Transaction, runtime: Runtime, row: Row, answer: ProviderTransfer)
     paying = fields.get("transaction_hash")
     if paying is not None and paying != row["transaction_hash"]:
         _track_payout(tx, runtime, row, paying, answer.final_amount)
-    status = str(STATUS_OF_STATE.get(answer.state, row["status"]))
+    status: Status = STATUS_OF_STATE.get(answer.state) or row["status"]
     if status == "failed":
         fields["failure"] = failure_reason(answer.state)
     if status == "completed" and row["status"] == "pending":  # through submitted, always
@@ -274,7 +247,9 @@ def _track_payout(
             "from": ZERO_ADDRESS,
             "contract": usdc,
             "token": usdc,
-            "amount": str(raw_amount(final_amount or destination.amount, "usdc")),
+            "amount": str(
+                raw_amount(runtime, chain_id, final_amount or destination.amount, "USDC")
+            ),
             "walletId": wallet["id"],
         }
     )

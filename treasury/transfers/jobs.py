@@ -11,8 +11,8 @@ from .._infra import idempotency
 from .._infra.clock import to_text
 from .._infra.jobs import Report
 from .._infra.runtime import Runtime
-from .._infra.sql import take_expired_leases
 from .._records import nonces, wallets
+from .._records.transfers import Status
 from ..backends.chain.base import Chain
 from ..backends.fiat.base import ProviderTransfer, SimulatedProvider
 from ..backends.storage.base import Row
@@ -38,15 +38,7 @@ def finish_transfers(runtime: Runtime, report: Report) -> None:
     for _ in range(PER_PASS):  # one at a time: each taken with a full lease of its own
         now = runtime.now()
         with runtime.storage.transaction() as tx:
-            taken = take_expired_leases(
-                tx,
-                "transfers",
-                "id",
-                "stage = 'claimed'",
-                to_text(now),
-                to_text(now + idempotency.LEASE),
-                1,
-            )
+            taken = store.take_expired_claims(tx, to_text(now), to_text(now + idempotency.LEASE), 1)
             transfer = store.get(tx, taken[0]["id"]) if taken else None
         if not taken:
             return
@@ -166,6 +158,7 @@ def _settle_legs(runtime: Runtime, chain_id: int, rows: list[Row], report: Repor
     with runtime.storage.transaction() as tx:
         for row, receipt in zip(rows, receipts, strict=True):
             moving = legs[row["id"]][-1]
+            status: Status
             if receipt is None:
                 if mined[row["wallet_address"]] <= moving.signed.nonce:
                     continue  # not mined yet

@@ -7,6 +7,7 @@ refuses, and the four accepted pairings, each named by what it does.
 from __future__ import annotations
 
 import re
+from dataclasses import asdict
 from decimal import Decimal
 from typing import Annotated, Literal, Self
 
@@ -23,10 +24,11 @@ from .._infra.models import (
     Timestamped,
 )
 from .._records.bank_accounts import BankAccountSummary, ExternalAccountId
+from .._records.transfers import Status
+from ..backends.fiat.base import BankDeposit
 from ..money import to_raw
 
 Currency = Literal["usd", "usdc", "usdt", "c0"]
-Status = Literal["pending", "submitted", "completed", "failed"]
 Pairing = Literal["onramp", "offramp", "deposit", "withdraw", "sweep"]
 DECIMALS = 6  # at most 6 decimal places on either side
 
@@ -161,6 +163,11 @@ class DepositInstructions(Resource):
     beneficiary_name: str
     beneficiary_address: str
     message: str
+
+    @classmethod
+    def of(cls, deposit: BankDeposit, amount: str) -> Self:
+        # The provider's BankDeposit, whose fields these are, and the on-ramp's amount.
+        return cls(amount=amount, **asdict(deposit))
 
 
 class Transfer(Timestamped, Replayable, SealedAtRest):

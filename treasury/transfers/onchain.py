@@ -17,19 +17,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .._infra.chains import ETH, TokenMetadata
 from .._infra.idempotency import Upstream
 from .._infra.runtime import Runtime
 from .._records import nonces, wallets
 from .._records import transactions as tracked
 from .._records.transactions import RecordTransaction
+from .._records.transfers import CLAIMED, RECORDED, Status
 from ..backends.chain.base import Chain
-from ..backends.storage.base import Transaction
+from ..backends.storage.base import Row, Transaction
 from ..errors import UpstreamError, ValidationError
 from ..evm.abi import ALLOWANCE, APPROVE, BALANCE_OF, GET_ETH_BALANCE, SWAP
 from ..evm.multicall import multicall
 from ..evm.signing import broadcast
 from ..money import to_raw, to_units
 from . import store
+from .executor import executor
 from .models import Transfer
 
 APPROVE_GAS = 100_000
@@ -67,12 +70,13 @@ class Reserve:
     balance: int
     eth: int
     mined: int
+    units: TokenMetadata  # the token's, for the refusal's text
 
-    def check(self, tx: Transaction, chain: Chain) -> None:
+    def check(self, tx: Transaction) -> None:
         """400 unless the available balance covers the amount and the gas (call under
         the wallet's lock across processes, in the transaction that stores the claim)."""
         held_raw, held_wei = nonces.reserved(tx, self.chain_id, self.wallet, self.token, self.mined)
-        symbol, decimals = units(chain, self.token)
+        symbol, decimals = self.units.symbol, self.units.decimals
         available = max(self.balance - held_raw, 0)
         if available < self.raw:
             raise ValidationError.field(
@@ -86,8 +90,8 @@ class Reserve:
             raise ValidationError.field(
                 "body",
                 "source",
-                f"not enough ETH for gas: available {to_units(gas, 18)} ETH,"
-                f" needed {to_units(self.wei, 18)}",
+                f"not enough ETH for gas: available {to_units(gas, ETH.decimals)} ETH,"
+                f" needed {to_units(self.wei, ETH.decimals)}",
             )
 
     def columns(self) -> dict[str, str]:
@@ -97,18 +101,6 @@ class Reserve:
             "reserve_raw": str(self.raw),
             "reserve_wei": str(self.wei),
         }
-
-
-#: Decimals of the tokens a transfer moves, by their key in the chain's addresses.
-TOKEN_DECIMALS = {"USDC": 6, "USDT": 6, "c0": 18}
-
-
-def units(chain: Chain, token: str) -> tuple[str, int]:
-    """A token of the chain's configuration by symbol, and its decimals."""
-    for symbol, decimals in TOKEN_DECIMALS.items():
-        if chain.addresses.get(symbol) == token:
-            return symbol, decimals
-    return token, 0
 
 
 @dataclass(frozen=True)
@@ -178,28 +170,42 @@ def sign_legs(runtime: Runtime, chain: Chain, swap: Swap) -> tuple[list[store.Le
         legs.append(store.Leg(kind, to, swap.token_in, amount, signed))
     wei = gas_price(fees) * sum(gas for *_, gas in planned)
     reserve = Reserve(
-        swap.chain_id,
-        swap.wallet,
-        swap.token_in,
-        swap.raw,
-        wei,
-        held.balance,
-        held.eth,
-        held.mined,
+        chain_id=swap.chain_id,
+        wallet=swap.wallet,
+        token=swap.token_in,
+        raw=swap.raw,
+        wei=wei,
+        balance=held.balance,
+        eth=held.eth,
+        mined=held.mined,
+        units=runtime.chains.token(swap.chain_id, swap.token_in),
     )
     return legs, reserve
 
 
-def send_reserve(chain: Chain, wallet: str, token: str, raw: int) -> Reserve:
+def send_reserve(runtime: Runtime, chain: Chain, wallet: str, token: str, raw: int) -> Reserve:
     """What a plain token send (an off-ramp's) will hold of `wallet`, at today's fee."""
     held = holdings(chain, wallet, token)
-    wei = gas_price(chain.fee_fields()) * APPROVE_GAS
-    return Reserve(chain.chain_id, wallet, token, raw, wei, held.balance, held.eth, held.mined)
+    return Reserve(
+        chain_id=chain.chain_id,
+        wallet=wallet,
+        token=token,
+        raw=raw,
+        wei=gas_price(chain.fee_fields()) * APPROVE_GAS,
+        balance=held.balance,
+        eth=held.eth,
+        mined=held.mined,
+        units=runtime.chains.token(chain.chain_id, token),
+    )
 
 
-def raw_amount(amount: str, currency: str) -> int:
-    """Raw units of a transfer amount (at most 6 places) in `currency` (usdc, usdt, c0)."""
-    return to_raw(amount, TOKEN_DECIMALS["c0" if currency == "c0" else currency.upper()])
+def raw_amount(runtime: Runtime, chain_id: int, amount: str, token: str) -> int:
+    """Raw units of a transfer amount in a token of the chain (its key in the chain's
+    addresses: ``"USDC"``, ``"c0"``), at the decimals the token has (400 if finer)."""
+    try:
+        return to_raw(amount, runtime.chains.decimals(chain_id, token))
+    except ValueError as error:
+        raise ValidationError.field("body", "amount", str(error)) from None
 
 
 @dataclass(frozen=True)
@@ -229,15 +235,20 @@ def evidence(chain: Chain, sender: str, leg: store.Leg) -> str | None:
     return "replaced" if mined > leg.signed.nonce else None
 
 
-def steps(runtime: Runtime) -> Upstream[Transfer]:
+#: What broadcasting a transfer's legs came to: all sent (None), a leg refused after
+#: earlier ones went out, or the moving leg replaced.
+Sent = Refused | Replaced | None
+
+
+def steps(runtime: Runtime) -> Upstream[Sent, Transfer]:
     """Perform (broadcast the stored legs), record (submitted, legs tracked), abandon;
     keep: once a broadcast was ambiguous, only the chain's evidence settles it."""
 
-    def perform(transfer_id: str) -> object:
+    def perform(transfer_id: str) -> Sent:
         with runtime.storage.read() as tx:
             row = store.get(tx, transfer_id)
             legs = store.legs(tx, transfer_id)
-        if row is None or row["stage"] != "claimed":
+        if row is None or row["stage"] != CLAIMED:
             return None  # finished meanwhile by another finisher
         chain = runtime.chains.get(row["chain_id"])
         doubted = bool(row["ambiguous"])
@@ -255,36 +266,33 @@ def steps(runtime: Runtime) -> Upstream[Transfer]:
                     return Refused(position, error.message)  # earlier legs went out
         return None
 
-    def record(tx: Transaction, transfer_id: str, failure: object) -> Transfer:
-        row = store.get(tx, transfer_id)
-        if row is None:
-            raise UpstreamError("the transfer was abandoned meanwhile")
-        if row["stage"] == "claimed":
-            now = runtime.now_text()
-            legs = store.legs(tx, transfer_id)
-            store.mark_sent(tx, transfer_id)
-            if isinstance(failure, Replaced):
-                store.fail_claim(tx, transfer_id, now, runtime.secrets, failure.message)
-            elif isinstance(failure, Refused):
-                track_legs(tx, row, legs[: failure.position], now)
-                store.fail_claim(tx, transfer_id, now, runtime.secrets, failure.message)
-            else:
-                track_legs(tx, row, legs, now)
-                swap_hash = legs[-1].signed.hash
-                store.move(
-                    tx,
-                    transfer_id,
-                    "submitted",
-                    now,
-                    box=runtime.secrets,
-                    stage="recorded",
-                    transaction_hash=swap_hash,
-                )
-            row = store.get(tx, transfer_id)
-            assert row is not None
-        return store.shown(row, runtime.secrets)
+    def record(tx: Transaction, row: Row, sent: Sent) -> None:
+        record_sent(runtime, tx, row, sent, "submitted")
 
-    return Upstream(perform=perform, record=record, abandon=store.remove, keep=store.keep)
+    return executor(runtime, perform, record)
+
+
+def record_sent(
+    runtime: Runtime, tx: Transaction, row: Row, sent: Sent, status: Status | None
+) -> None:
+    """Record a claim's broadcast: its legs marked sent; failed when a leg was refused
+    after earlier ones went out (those tracked) or the moving leg was replaced; else
+    every leg tracked and the moving leg's hash recorded, the transfer moving to
+    `status` (None: it stays where it is, for the provider to move)."""
+    transfer_id, now = row["id"], runtime.now_text()
+    legs = store.legs(tx, transfer_id)
+    store.mark_sent(tx, transfer_id)
+    if isinstance(sent, Refused):
+        track_legs(tx, row, legs[: sent.position], now)
+    if sent is not None:
+        store.fail_claim(tx, transfer_id, now, runtime.secrets, sent.message)
+        return
+    track_legs(tx, row, legs, now)
+    fields = {"stage": RECORDED, "transaction_hash": legs[-1].signed.hash}
+    if status is None:
+        store.update(tx, transfer_id, now, box=runtime.secrets, **fields)
+    else:
+        store.move(tx, transfer_id, status, now, box=runtime.secrets, **fields)
 
 
 def track_legs(tx: Transaction, row: dict[str, object], legs: list[store.Leg], now: str) -> None:

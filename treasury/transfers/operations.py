@@ -14,7 +14,7 @@ from typing import Any
 
 from .._infra.clock import to_text
 from .._infra.group import Group
-from .._infra.idempotency import LEASE, Upstream
+from .._infra.idempotency import LEASE, Upstream, WriteAhead
 from .._infra.models import Page, PageQuery
 from .._infra.pagination import Cursors, page_of
 from .._infra.runtime import Runtime
@@ -33,7 +33,7 @@ from .models import (
 )
 
 #: The executor of each pairing: its upstream steps (the jobs finish claims with them).
-STEPS: dict[str, Callable[..., Upstream[Transfer]]] = {
+STEPS: dict[str, Callable[[Runtime], Upstream[Any, Transfer]]] = {
     "onramp": fiat.onramp_steps,
     "offramp": fiat.offramp_steps,
     "deposit": onchain.steps,
@@ -113,7 +113,7 @@ class Transfers(Group):
 
     # -- what each pairing checks and claims ----------------------------------------------
 
-    def _swap(self, request: CreateTransfer, pairing: Pairing, chain_id: int) -> _Claim:
+    def _swap(self, request: CreateTransfer, pairing: Pairing, chain_id: int) -> WriteAhead:
         runtime = self._scope.runtime
         chain = runtime.chains.get(chain_id)
         wallet = self._managed_wallet(str(request.source.from_address))
@@ -125,7 +125,7 @@ class Transfers(Group):
             custody_ref=wallet["custody_ref"],
             token_in=usdc if deposit else c0,
             token_out=c0 if deposit else usdc,
-            raw=onchain.raw_amount(request.amount, "c0" if not deposit else "usdc"),
+            raw=onchain.raw_amount(runtime, chain_id, request.amount, "USDC" if deposit else "c0"),
             recipient=str(request.destination.to_address),
             swap_kind="deposit" if deposit else "withdrawal",
         )
@@ -137,25 +137,28 @@ class Transfers(Group):
                 swap.recipient, chain_id, request.destination.currency, request.amount
             ),
         }
-        return self._claim(request, pairing, chain_id, swap.wallet, None, sides, legs, reserve)
+        return self._claim_transfer(
+            request, pairing, chain_id, swap.wallet, None, sides, legs, reserve
+        )
 
-    def _offramp(self, request: CreateTransfer, pairing: Pairing, chain_id: int) -> _Claim:
+    def _offramp(self, request: CreateTransfer, pairing: Pairing, chain_id: int) -> WriteAhead:
         runtime = self._scope.runtime
         customers.provider_customer(runtime, self._scope.org_id)  # 409 until onboarded
         chain = runtime.chains.get(chain_id)
         wallet = self._managed_wallet(str(request.source.from_address))
         bank = self._bank_account("destination", str(request.destination.external_account_id))
-        raw = onchain.raw_amount(request.amount, "usdc")
-        reserve = onchain.send_reserve(chain, wallet["address"], chain.addresses["USDC"], raw)
+        raw = onchain.raw_amount(runtime, chain_id, request.amount, "USDC")
+        usdc = chain.addresses["USDC"]
+        reserve = onchain.send_reserve(runtime, chain, wallet["address"], usdc, raw)
         sides = {
             "source": onchain_side(wallet["address"], chain_id, "usdc", request.amount),
             "destination": _bank_side(bank, "usd", _less_fee(request)),
         }
-        return self._claim(
+        return self._claim_transfer(
             request, pairing, chain_id, wallet["address"], bank, sides, reserve=reserve
         )
 
-    def _onramp(self, request: CreateTransfer, chain_id: int) -> _Claim:
+    def _onramp(self, request: CreateTransfer, chain_id: int) -> WriteAhead:
         customers.provider_customer(self._scope.runtime, self._scope.org_id)  # 409 until onboarded
         bank = self._bank_account("source", str(request.source.external_account_id))
         to_address = str(request.destination.to_address)
@@ -166,9 +169,9 @@ class Transfers(Group):
             "source": _bank_side(bank, "usd", request.amount),
             "destination": onchain_side(to_address, chain_id, "usdc", _less_fee(request)),
         }
-        return self._claim(request, "onramp", chain_id, None, bank, sides)
+        return self._claim_transfer(request, "onramp", chain_id, None, bank, sides)
 
-    def _claim(
+    def _claim_transfer(
         self,
         request: CreateTransfer,
         pairing: Pairing,
@@ -178,8 +181,8 @@ class Transfers(Group):
         sides: dict[str, str],
         legs: Sequence[store.Leg] | None = None,
         reserve: onchain.Reserve | None = None,
-    ) -> _Claim:
-        return claim(
+    ) -> WriteAhead:
+        return claim_transfer(
             self._scope.runtime,
             self._scope.org_id,
             pairing=pairing,
@@ -216,10 +219,7 @@ class Transfers(Group):
         return Cursors(self._scope.runtime.secrets.derive("cursor:transfers"), "transfers")
 
 
-_Claim = Callable[[Transaction], str]
-
-
-def claim(
+def claim_transfer(
     runtime: Runtime,
     org_id: str,
     *,
@@ -233,8 +233,8 @@ def claim(
     sides: dict[str, str],
     legs: Sequence[store.Leg] | None = None,
     reserve: onchain.Reserve | None = None,
-) -> _Claim:
-    """The claim of a new transfer: its row (and its signed legs, written ahead), pending
+) -> WriteAhead:
+    """The claim of a new transfer (its write-ahead): its row (and its signed legs, written ahead), pending
     and ``claimed`` under a lease that a finishing job honours. What it takes from its
     wallet (`reserve`) is checked against the available balance under the wallet's lock
     across processes, so concurrent requests cannot together spend more than it holds."""
@@ -243,15 +243,13 @@ def claim(
     def write(tx: Transaction) -> str:
         if reserve is not None:
             tx.lock(f"nonces:{chain_id}:{reserve.wallet}")
-            reserve.check(tx, runtime.chains.get(chain_id))
+            reserve.check(tx)
         store.insert(
             tx,
             {
                 "id": transfer_id,
                 "org_id": org_id,
                 "pairing": pairing,
-                "status": "pending",
-                "stage": "claimed",
                 "amount": amount,
                 "developer_fee": developer_fee,
                 "client_reference_id": client_reference_id,

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._infra.crypto import SecretBox
-from .._infra.sql import keyset_page
+from .._infra.sql import keyset_page, take_expired_leases
 from .._records.events import emit
 from .._records.nonces import NoncesTaken
-from .._records.transfers import NEXT, OPEN
+from .._records.transfers import CLAIMED, NEXT, OPEN, RECORDED, Status, sql_list
 from ..backends.storage.base import Row, Transaction
 from ..evm.signing import Signed
-from .models import ONCHAIN, DepositInstructions, Transfer, TransferSide
+from .models import ONCHAIN, DepositInstructions, Pairing, Transfer, TransferSide
 
 COLUMNS = (
     "id, org_id, pairing, status, stage, amount, developer_fee, client_reference_id,"
@@ -51,8 +51,10 @@ _UPDATABLE = frozenset(
     }
 )
 
+#: The provider state of a transfer that waits for its funds (an off-ramp's USDC).
+AWAITING_FUNDS = "awaiting_funds"
 #: The on-chain pairings (`models.ONCHAIN`), as SQL.
-ON_CHAIN = "(" + ", ".join(f"'{pairing}'" for pairing in sorted(ONCHAIN)) + ")"
+ON_CHAIN = sql_list(sorted(ONCHAIN))
 
 
 def shown(row: Row, box: SecretBox) -> Transfer:
@@ -84,6 +86,8 @@ def side(value: TransferSide) -> str:
 
 def insert(tx: Transaction, values: dict[str, Any]) -> None:
     """A new transfer: its claim (``pending``, stage ``claimed``), not announced yet."""
+    first: Status = "pending"
+    values = {**values, "status": first, "stage": CLAIMED}
     columns = list(values)
     tx.execute(
         f"INSERT INTO transfers ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
@@ -145,16 +149,16 @@ def update(tx: Transaction, transfer_id: str, now: str, *, box: SecretBox, **fie
 def _recorded(tx: Transaction, transfer_id: str, fields: dict[str, Any]) -> bool:
     """Whether `fields` record the claim now: the guarded step from ``claimed`` to
     ``recorded``, taken once whatever the number of finishers."""
-    return fields.get("stage") == "recorded" and bool(
+    return fields.get("stage") == RECORDED and bool(
         tx.execute(
-            "UPDATE transfers SET stage = 'recorded' WHERE id = ? AND stage = 'claimed'",
-            (transfer_id,),
+            "UPDATE transfers SET stage = ? WHERE id = ? AND stage = ?",
+            (RECORDED, transfer_id, CLAIMED),
         )
     )
 
 
 def move(
-    tx: Transaction, transfer_id: str, status: str, now: str, *, box: SecretBox, **fields: Any
+    tx: Transaction, transfer_id: str, status: Status, now: str, *, box: SecretBox, **fields: Any
 ) -> bool:
     """The one guarded status update: to `status` only from a status that may move
     there (`NEXT`), with `fields` set alongside, announced ``transfer.<status>`` in the
@@ -182,14 +186,14 @@ def move(
 
 def fail_claim(tx: Transaction, transfer_id: str, now: str, box: SecretBox, reason: str) -> bool:
     """Record a claimed transfer as failed, with its `reason` (`failureReason`)."""
-    return move(tx, transfer_id, "failed", now, box=box, stage="recorded", failure=reason)
+    return move(tx, transfer_id, "failed", now, box=box, stage=RECORDED, failure=reason)
 
 
 def remove(tx: Transaction, transfer_id: str) -> None:
     """Forget a claimed transfer that never reached anyone (a definite refusal): it was
     never announced, and is 404 from now on."""
     tx.execute("DELETE FROM transfer_legs WHERE transfer_id = ?", (transfer_id,))
-    tx.execute("DELETE FROM transfers WHERE id = ? AND stage = 'claimed'", (transfer_id,))
+    tx.execute("DELETE FROM transfers WHERE id = ? AND stage = ?", (transfer_id, CLAIMED))
 
 
 def keep(tx: Transaction, transfer_id: str, ambiguous: bool) -> bool:
@@ -211,43 +215,54 @@ def _check(fields: dict[str, Any]) -> None:
 # -- open work for the jobs ----------------------------------------------------------------
 
 
+def take_expired_claims(tx: Transaction, now: str, until: str, limit: int) -> list[Row]:
+    """Take over claims whose lease has passed (their request died): leased to `until`."""
+    return take_expired_leases(tx, "transfers", "id", f"stage = '{CLAIMED}'", now, until, limit)
+
+
 def open_fiat(tx: Transaction, limit: int) -> list[Row]:
     """Recorded fiat transfers that have not ended, by provider id."""
     return tx.query(
         f"SELECT {COLUMNS} FROM transfers WHERE status IN {OPEN}"
-        " AND stage = 'recorded' AND provider_transfer_id IS NOT NULL"
+        " AND stage = ? AND provider_transfer_id IS NOT NULL"
         " ORDER BY updated_at LIMIT ?",
-        (limit,),
+        (RECORDED, limit),
     )
 
 
 def open_onchain(tx: Transaction, limit: int) -> list[Row]:
     """Submitted on-chain transfers, awaiting their swap's receipt."""
+    submitted: Status = "submitted"
     return tx.query(
-        f"SELECT {COLUMNS} FROM transfers WHERE status = 'submitted'"
+        f"SELECT {COLUMNS} FROM transfers WHERE status = ?"
         f" AND pairing IN {ON_CHAIN} ORDER BY updated_at LIMIT ?",
-        (limit,),
+        (submitted, limit),
     )
 
 
 def offramps_sending(tx: Transaction, limit: int) -> list[Row]:
     """Off-ramps whose USDC send went out while the provider still awaits it."""
+    pending: Status = "pending"
     return tx.query(
-        f"SELECT {COLUMNS} FROM transfers WHERE status = 'pending' AND pairing = 'offramp'"
-        " AND stage = 'recorded' AND transaction_hash IS NOT NULL"
-        " AND provider_state = 'awaiting_funds' ORDER BY updated_at LIMIT ?",
-        (limit,),
+        f"SELECT {COLUMNS} FROM transfers WHERE status = ? AND pairing = ?"
+        " AND stage = ? AND transaction_hash IS NOT NULL"
+        " AND provider_state = ? ORDER BY updated_at LIMIT ?",
+        (pending, _OFFRAMP, RECORDED, AWAITING_FUNDS, limit),
     )
 
 
 def failed_offramps_awaiting_funds(tx: Transaction, limit: int) -> list[Row]:
     """Failed off-ramps whose provider transfer still awaits USDC that will never come."""
+    failed: Status = "failed"
     return tx.query(
-        f"SELECT {COLUMNS} FROM transfers WHERE status = 'failed' AND pairing = 'offramp'"
-        " AND provider_transfer_id IS NOT NULL AND provider_state = 'awaiting_funds'"
+        f"SELECT {COLUMNS} FROM transfers WHERE status = ? AND pairing = ?"
+        " AND provider_transfer_id IS NOT NULL AND provider_state = ?"
         " ORDER BY updated_at LIMIT ?",
-        (limit,),
+        (failed, _OFFRAMP, AWAITING_FUNDS, limit),
     )
+
+
+_OFFRAMP: Pairing = "offramp"
 
 
 # -- signed legs ---------------------------------------------------------------------------

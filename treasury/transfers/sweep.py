@@ -17,18 +17,20 @@ from .._infra import idempotency
 from .._infra.jobs import Report
 from .._infra.runtime import Runtime
 from .._records import wallets
+from .._records.transfers import OPEN
 from ..errors import ValidationError
 from ..evm.abi import BALANCE_OF, GET_ETH_BALANCE
 from ..evm.multicall import multicall
 from ..money import to_raw, to_units
 from . import onchain
-from .models import Currency
-from .operations import claim, onchain_side
+from .models import Currency, Pairing
+from .operations import claim_transfer, onchain_side
 
 WALLETS_PER_CALL = 33  # three sub-calls each: about 100 per multicall
+SWEEP: Pairing = "sweep"
 OPEN_SWEEPS = (
-    "SELECT wallet_address FROM transfers WHERE pairing = 'sweep'"
-    " AND status IN ('pending', 'submitted') AND wallet_address IS NOT NULL"
+    f"SELECT wallet_address FROM transfers WHERE pairing = '{SWEEP}'"
+    f" AND status IN {OPEN} AND wallet_address IS NOT NULL"
 )
 
 
@@ -40,8 +42,11 @@ def sweep_virtual_wallets(runtime: Runtime, report: Report) -> None:
         return
     chain_id = runtime.chains.primary
     chain = runtime.chains.get(chain_id)
-    minimum = to_raw(runtime.sweep_minimum, 6)
     tokens = {"usdc": chain.addresses["USDC"], "usdt": chain.addresses["USDT"]}
+    minimum = {
+        symbol: to_raw(runtime.sweep_minimum, runtime.chains.decimals(chain_id, token))
+        for symbol, token in tokens.items()
+    }
     for start in range(0, len(rows), WALLETS_PER_CALL):
         batch = rows[start : start + WALLETS_PER_CALL]
         calls = [
@@ -57,7 +62,7 @@ def sweep_virtual_wallets(runtime: Runtime, report: Report) -> None:
         for i, row in enumerate(batch):
             usdc, usdt, eth = (int(str(r[0])) if r else 0 for r in results[3 * i : 3 * i + 3])
             balances: tuple[tuple[Currency, int], ...] = (("usdc", usdc), ("usdt", usdt))
-            due = [(symbol, raw) for symbol, raw in balances if raw > minimum]
+            due = [(symbol, raw) for symbol, raw in balances if raw > minimum[symbol]]
             if not due:
                 continue
             where = f"virtual wallet {row['address']}"
@@ -87,7 +92,7 @@ def _sweep(
     """Sign and start one sweep; False when another worker's sweep of the wallet is
     open (its signed legs are dropped unsent)."""
     chain = runtime.chains.get(chain_id)
-    amount = to_units(raw, 6)
+    amount = to_units(raw, runtime.chains.decimals(chain_id, token))
     swap = onchain.Swap(
         chain_id=chain_id,
         wallet=row["address"],
@@ -100,10 +105,10 @@ def _sweep(
     )
     with runtime.signer.holding(chain_id, swap.wallet):
         legs, reserve = onchain.sign_legs(runtime, chain, swap)
-        write = claim(
+        write = claim_transfer(
             runtime,
             row["org_id"],
-            pairing="sweep",
+            pairing=SWEEP,
             chain_id=chain_id,
             amount=amount,
             developer_fee="0",

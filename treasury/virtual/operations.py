@@ -95,13 +95,7 @@ class VirtualAccountGroup(Group):
             developer_fee_percent=row["developer_fee_percent"],
             usdb_balance=row["usdb_balance"],
             label=row["label"],
-            deposit_bank_name=deposit["bank_name"],
-            deposit_bank_address=deposit["bank_address"],
-            deposit_routing_number=deposit["routing_number"],
-            deposit_account_number=deposit["account_number"],
-            deposit_beneficiary_name=deposit["beneficiary_name"],
-            deposit_beneficiary_address=deposit["beneficiary_address"],
-            deposit_message=deposit["message"],
+            **{f"deposit_{name}": value for name, value in deposit.items()},  # a BankDeposit
             created_at=row["created_at"],
             updated_at=row["updated_at"],
         )

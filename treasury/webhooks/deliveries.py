@@ -49,7 +49,7 @@ class Attempt:
         return self.status_code is not None and 200 <= self.status_code < 300
 
 
-def claim_due(tx: Transaction, due: str, now: str, until: str, limit: int) -> list[Row]:
+def lease_due(tx: Transaction, due: str, now: str, until: str, limit: int) -> list[Row]:
     """Take up to `limit` pending deliveries due at `due` whose lease (if any) has passed
     at `now`, leasing them until `until`; with what sending needs."""
     free = (

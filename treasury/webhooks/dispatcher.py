@@ -44,7 +44,7 @@ def deliver_webhooks(runtime: Runtime, report: Report) -> None:
         while True:
             now = runtime.now()
             with runtime.storage.transaction() as tx:
-                batch = deliveries.claim_due(  # one round of the pool: done within a timeout
+                batch = deliveries.lease_due(  # one round of the pool: done within a timeout
                     tx, to_text(started), to_text(now), to_text(now + LEASE), POOL
                 )
             if not batch:

@@ -10,7 +10,7 @@ from .._infra.group import Group
 from .._infra.models import Address, ListOf
 from .._infra.validation import parse_value
 from ..errors import UpstreamError
-from ..evm.abi import BALANCE_OF, DECIMALS, EARNER_RATE, IS_CLAIMED
+from ..evm.abi import BALANCE_OF, EARNER_RATE, IS_CLAIMED
 from ..evm.multicall import multicall
 from . import store
 from .models import YieldClaim, YieldEstimate, YieldRate
@@ -45,20 +45,20 @@ class Yields(Group):
     name = "yields"
 
     def estimate(self, chain_id: int, address: str) -> YieldEstimate:
-        """The projection for `address`'s c0 balance (one multicall: balance, decimals, rate)."""
-        chain = self._scope.runtime.chains.get(chain_id)
+        """The projection for `address`'s c0 balance (one multicall: balance, rate; c0's
+        decimals as the chain's token metadata holds them)."""
+        chains = self._scope.runtime.chains
+        chain = chains.get(chain_id)
         address = str(parse_value(Address, address, "query", "address"))
         c0, source = chain.addresses["c0"], chain.addresses["earner_rate_source"]
-        balance, decimals, rate = multicall(
-            chain, [(c0, BALANCE_OF, (address,)), (c0, DECIMALS, ()), (source, EARNER_RATE, ())]
-        )
-        if balance is None or decimals is None or rate is None:
+        balance, rate = multicall(chain, [(c0, BALANCE_OF, (address,)), (source, EARNER_RATE, ())])
+        if balance is None or rate is None:
             raise UpstreamError("c0 or the earner rate source did not answer")
         earning = int(str(balance[0]))
         projection = project(earning, int(str(rate[0])))
         return YieldEstimate(
             earning=str(earning),
-            decimals=int(str(decimals[0])),
+            decimals=chains.decimals(chain_id, "c0"),
             rate=YieldRate(apy=float(projection.apy)),
             daily_yield=str(projection.daily),
             monthly_yield=str(projection.monthly),

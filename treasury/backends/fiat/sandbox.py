@@ -36,8 +36,8 @@ from typing import Any, Self
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from ...errors import UpstreamError
-from ...evm.abi import BALANCE_OF
-from ...money import to_raw
+from ...evm.abi import BALANCE_OF, DECIMALS
+from ...money import to_units
 from ..chain.base import Chain
 from ..chain.minting import MintingChain
 from ..storage.base import Storage
@@ -251,7 +251,7 @@ class SandboxFiat(FiatProvider, SimulatedProvider):
         following = _NEXT[view.state]
         if isinstance(request, OffRamp) and view.state == "awaiting_funds":
             assert view.deposit_address is not None
-            if self._usdc_at(request.chain_id, view.deposit_address) < to_raw(request.amount, 6):
+            if self._usdc_at(request.chain_id, view.deposit_address) < Decimal(request.amount):
                 return view  # the wallet's USDC has not arrived yet
         if isinstance(request, OnRamp) and following == "payment_submitted":
             paid = Decimal(request.amount) - Decimal(request.developer_fee)
@@ -267,10 +267,13 @@ class SandboxFiat(FiatProvider, SimulatedProvider):
             view = replace(view, final_amount=format(paid, "f"))
         return replace(view, state=following)
 
-    def _usdc_at(self, chain_id: int, address: str) -> int:
+    def _usdc_at(self, chain_id: int, address: str) -> Decimal:
+        """The USDC `address` holds, in whole units (at the decimals the token answers)."""
         chain = self._chain(chain_id)
-        data = chain.call(chain.addresses["USDC"], BALANCE_OF.encode(address))
-        return int(BALANCE_OF.decode(data)[0])
+        usdc = chain.addresses["USDC"]
+        raw = BALANCE_OF.decode(chain.call(usdc, BALANCE_OF.encode(address)))[0]
+        decimals = DECIMALS.decode(chain.call(usdc, DECIMALS.encode()))[0]
+        return Decimal(to_units(int(str(raw)), int(str(decimals))))
 
     def _chain(self, chain_id: int) -> Chain:
         if self._context is None:
