@@ -117,7 +117,9 @@ def test_the_fiat_provider_uses_the_rail_of_the_chains_configuration(sepolia: An
     with fake_provider() as fake:
         fiat = HttpFiat(fake.url, api_key=fake.api_key)
         fiat.bind(FiatContext(chain=lambda chain_id: chain))
-        customer = fiat.create_customer("Acme Inc", idempotency_key=new_key())
+        email = "ops@example.com"
+        customer = fiat.start_onboarding("Acme", idempotency_key=new_key(), email=email).customer_id
+        fake.approve(customer)
         account = fiat.register_external_account(customer, ACCOUNT, idempotency_key=new_key())
         to = address()
         ramp = OnRamp("100", "0", account, SEPOLIA, to)
