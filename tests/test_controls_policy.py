@@ -22,6 +22,7 @@ from treasury.testing.server import serve
 
 from .conftest import MASTER_KEY, make_tenant
 from .helpers import BANK_ACCOUNT, address, events, idem, offramp, onramp, swap
+from .test_cli import _no_outside_settings, cwd, run, run_json  # noqa: F401 (fixtures)
 
 CHAIN = 31337
 
@@ -328,3 +329,22 @@ def test_approvals_in_python_and_the_typed_client(env: Env) -> None:
         assert bob.transfers.approve(waiting.id).approval_status == "approved"
         with pytest.raises(Conflict):
             bob.transfers.reject(waiting.id)
+
+
+@pytest.mark.usefixtures("cwd")
+def test_the_cli_shows_and_changes_a_policy() -> None:
+    org_id = run_json("orgs", "create", "Acme")["id"]
+    assert run_json("policy", "show", org_id) == {
+        "approvalThreshold": None,
+        "dailyLimit": None,
+        "destinations": "any",
+    }
+    run("policy", "set", org_id, "--daily-limit", "5000", "--destinations", "known")
+    changed = run_json("policy", "set", org_id, "--approval-threshold", "1000")
+    assert changed == {"approvalThreshold": "1000", "dailyLimit": "5000", "destinations": "known"}
+    shown = run("policy", "show", org_id).stdout
+    assert "daily limit         5000" in shown and "destinations        known" in shown
+    off = run_json("policy", "set", org_id, "--daily-limit", "off")
+    assert off["dailyLimit"] is None and off["approvalThreshold"] == "1000"
+    assert "daily_limit" in run("policy", "set", org_id, "--daily-limit", "-5", code=1).stderr
+    assert "Organization not found" in run("policy", "show", "nope", code=1).stderr
