@@ -112,9 +112,14 @@ def serve(mode: str, db: str, port: int) -> None:
         restore_whole_export()
     t = Treasury.open(f"sqlite:///{db}", master_key=MASTER_KEY, chains={})
     server = create_server(
-        create_app(t), host="127.0.0.1", port=port, threads=8, connection_limit=1000,
-        channel_timeout=30, max_body_bytes=t.settings.max_body_bytes,
-    )  # fmt: skip
+        create_app(t),
+        host="127.0.0.1",
+        port=port,
+        threads=8,
+        connection_limit=1000,
+        channel_timeout=30,
+        max_body_bytes=t.settings.max_body_bytes,
+    )
     server.run()
 
 
@@ -210,8 +215,12 @@ def heap_peak(db: Path, secret: str, rows: int) -> tuple[int, int]:
         query = {"from": START.isoformat(), "to": end.isoformat()}
 
         def read_all() -> int:
-            answer = app.get("/v1/transfers/export", query_string=query,
-                             headers={"x-api-key": secret}, buffered=False)  # fmt: skip
+            answer = app.get(
+                "/v1/transfers/export",
+                query_string=query,
+                headers={"x-api-key": secret},
+                buffered=False,
+            )
             size = sum(len(part) for part in answer.response)
             answer.close()
             return size
@@ -251,11 +260,15 @@ def report(args: argparse.Namespace, runs: list[Run], heaps: dict[str, int]) -> 
     small, streamed, whole = (median([r.growth for r in of(mode)]) for mode in MODES)
     heap = heaps["streamed"] / heaps["small"]
     print()
-    print(f"heap peak of one export (tracemalloc): {args.small:,}: {heaps['small'] / mb:.2f} MB,"
-          f" {args.rows:,}: {heaps['streamed'] / mb:.2f} MB; ratio {heap:.2f}"
-          f" ({'FLAT' if heap <= FLAT else 'NOT FLAT'}, goal <= {FLAT})")
-    print(f"RSS growth ratio (streamed {args.rows:,} / small {args.small:,}):"
-          f" {streamed / max(small, 1):.2f}; whole {args.rows:,}: {whole / mb:.1f} MB")  # fmt: skip
+    print(
+        f"heap peak of one export (tracemalloc): {args.small:,}: {heaps['small'] / mb:.2f} MB,"
+        f" {args.rows:,}: {heaps['streamed'] / mb:.2f} MB; ratio {heap:.2f}"
+        f" ({'FLAT' if heap <= FLAT else 'NOT FLAT'}, goal <= {FLAT})"
+    )
+    print(
+        f"RSS growth ratio (streamed {args.rows:,} / small {args.small:,}):"
+        f" {streamed / max(small, 1):.2f}; whole {args.rows:,}: {whole / mb:.1f} MB"
+    )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -286,8 +299,10 @@ def main(argv: list[str] | None = None) -> int:
         secrets = {large: build(large, args.rows), small: build(small, args.small)}
         sizes = {"small": (small, args.small), "streamed": (large, args.rows)}
         sizes["whole"] = sizes["streamed"]
-        heaps = {"small": heap_peak(small, secrets[small], args.small)[0],
-                 "streamed": heap_peak(large, secrets[large], args.rows)[0]}  # fmt: skip
+        heaps = {
+            "small": heap_peak(small, secrets[small], args.small)[0],
+            "streamed": heap_peak(large, secrets[large], args.rows)[0],
+        }
         runs = []
         for _ in range(args.rounds):
             for mode in MODES:

@@ -96,8 +96,14 @@ def test_every_control_is_off_until_set_and_put_replaces_the_whole_policy(env: E
     assert set_ == {"approvalThreshold": "1000.5", "dailyLimit": "5000", "destinations": "known"}
     assert env.alice.get("/v1/policy").json() == set_
     assert env.policy(dailyLimit="10") == {**off, "dailyLimit": "10"}  # the rest is off again
-    for wrong in ({"dailyLimit": "-1"}, {"approvalThreshold": "0"}, {"destinations": "some"},
-                  {"dailyLimit": 10.5}, {"limit": "1"}, {"dailyLimit": "1.0000001"}):  # fmt: skip
+    for wrong in (
+        {"dailyLimit": "-1"},
+        {"approvalThreshold": "0"},
+        {"destinations": "some"},
+        {"dailyLimit": 10.5},
+        {"limit": "1"},
+        {"dailyLimit": "1.0000001"},
+    ):
         answer = env.alice.put("/v1/policy", json=wrong)
         assert answer.status_code == 400, (wrong, answer.text)
     assert env.alice.get("/v1/policy").json() == {**off, "dailyLimit": "10"}
@@ -201,8 +207,10 @@ def test_nothing_moves_before_a_second_user_approves(env: Env) -> None:
         "awaiting",
         None,
     )
-    ramps = [env.create(onramp(env.bank, env.wallet, "250")).json(),
-             env.create(offramp(env.wallet, env.bank, "100")).json()]  # fmt: skip
+    ramps = [
+        env.create(onramp(env.bank, env.wallet, "250")).json(),
+        env.create(offramp(env.wallet, env.bank, "100")).json(),
+    ]
     assert [r["approvalStatus"] for r in ramps] == ["awaiting", "awaiting"]
     small = env.create(swap("deposit", env.wallet, env.wallet, "99.99")).json()
     assert small["approvalStatus"] == "not_required"

@@ -86,11 +86,20 @@ def row_of(transfer: dict[str, Any]) -> list[str]:
     """A JSON transfer as the CSV row of the documented columns (null: empty)."""
     source, destination = transfer["from"], transfer["to"]
     values = [
-        transfer["id"], transfer["createdAt"], transfer["updatedAt"], transfer["status"],
-        source["currency"], source["amount"], source["address"],
-        destination["currency"], destination["amount"], destination["address"],
-        transfer["transactionHash"], transfer["clientReferenceId"], transfer["failureReason"],
-    ]  # fmt: skip
+        transfer["id"],
+        transfer["createdAt"],
+        transfer["updatedAt"],
+        transfer["status"],
+        source["currency"],
+        source["amount"],
+        source["address"],
+        destination["currency"],
+        destination["amount"],
+        destination["address"],
+        transfer["transactionHash"],
+        transfer["clientReferenceId"],
+        transfer["failureReason"],
+    ]
     return ["" if value is None else str(value) for value in values]
 
 
