@@ -29,12 +29,14 @@ from .config import Settings
 from .deposits import detect_deposits
 from .errors import AuthenticationError
 from .evm.signing import Signer
+from .policy import Policies
 from .recipients import Recipients
 from .swaps import Swaps
 from .test_helpers import TestHelpers
 from .transactions import Transactions
 from .transactions.indexer import index_transactions
 from .transfers import Transfers
+from .transfers.approvals import expire_approvals, start_approved_transfers
 from .transfers.jobs import advance_transfers, finish_transfers, heal_nonce_holes
 from .transfers.sweep import sweep_virtual_wallets
 from .virtual import VirtualAccountGroup, VirtualWalletGroup
@@ -51,6 +53,8 @@ from .yields.snapshots import snapshot_yields
 JOBS: tuple[Job, ...] = (
     Job("finish_bank_account_registrations", finish_registrations),
     Job("finish_transfers", finish_transfers),
+    Job("expire_transfer_approvals", expire_approvals),
+    Job("start_approved_transfers", start_approved_transfers),
     Job("index_transactions", index_transactions),
     Job("advance_transfers", advance_transfers),
     Job("heal_nonce_holes", heal_nonce_holes),
@@ -95,6 +99,7 @@ class OrganizationHandle:
     virtual_account = _Group(VirtualAccountGroup)
     virtual_wallet = _Group(VirtualWalletGroup)
     test_helpers = _Group(TestHelpers)
+    policy = _Group(Policies)
 
     def __init__(self, scope: Scope, api_key_id: str | None = None):
         self.scope = scope
@@ -191,7 +196,8 @@ class Treasury:
     def for_api_key(self, secret: str | None) -> OrganizationHandle:
         """The organization a key belongs to; 401-type errors exactly as the specification."""
         key = self.admin.verified(secret)
-        return OrganizationHandle(Scope(self._runtime, key["org_id"], key["user_id"]), key["id"])
+        scope = Scope(self._runtime, key["org_id"], key["user_id"], key["id"])
+        return OrganizationHandle(scope, key["id"])
 
     def authenticate(self, secret: str | None, *, client: str = "unknown") -> OrganizationHandle:
         """`for_api_key` plus one request counted (HTTP use): against the key, whose

@@ -8,6 +8,7 @@ back into the same class with `error_class`::
     TreasuryError                      500  base class; .status .message .details .headers
     ├── ValidationError                400  invalid input; .details["fields"] lists each field
     ├── AuthenticationError            401  API key required / Unauthorized / API key expired
+    ├── Forbidden                      403  the key may not do this (four-eyes, scopes)
     ├── NotFound                       404  unknown resource, or another organization's
     ├── MethodNotAllowed               405  .allow: the methods the path takes (header Allow)
     ├── Conflict                       409  duplicate resource (recipient, tracked wallet)
@@ -28,6 +29,7 @@ from typing import Any, ClassVar
 __all__ = [
     "AuthenticationError",
     "Conflict",
+    "Forbidden",
     "IdempotencyInFlight",
     "IdempotencyKeyReused",
     "MethodNotAllowed",
@@ -121,6 +123,11 @@ class ValidationError(TreasuryError):
 class AuthenticationError(TreasuryError):
     status = 401
     default_message = "Unauthorized"
+
+
+class Forbidden(TreasuryError):
+    status = 403
+    default_message = "Forbidden"
 
 
 class NotFound(TreasuryError):
@@ -233,6 +240,7 @@ class UpstreamError(TreasuryError):
 _CLASSES: tuple[type[TreasuryError], ...] = (
     ValidationError,
     AuthenticationError,
+    Forbidden,
     NotFound,
     MethodNotAllowed,
     Conflict,

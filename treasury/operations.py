@@ -34,6 +34,7 @@ from ._infra.idempotency import key_problem
 from ._infra.models import (
     Address,
     ChainId,
+    CsvTable,
     Deleted,
     ListOf,
     ListQuery,
@@ -46,12 +47,14 @@ from ._records.transactions import TxHash
 from .balances import Balances, TokenBalance
 from .bank_accounts import BankAccount, BankAccountRow, BankAccounts, CreateBankAccount
 from .errors import ValidationError
+from .policy import Policies, Policy, SetPolicy
 from .recipients import CreateRecipient, Recipient, Recipients, UpdateRecipient
 from .swaps import Prepared, PrepareSwap, Swaps
 from .test_helpers import Faucet, Funded, TestHelpers
 from .transactions import Recorded, RecordTransaction, Transaction, Transactions
 from .transactions.models import TransactionsQuery
 from .transfers import CreateTransfer, Transfer, Transfers
+from .transfers.models import EXPORT, ExportQuery
 from .virtual import VirtualAccount, VirtualAccountGroup, VirtualWallet, VirtualWalletGroup
 from .wallets import (
     CreateWallet,
@@ -111,6 +114,8 @@ class Handle(Protocol):
     def balances(self) -> Balances: ...
     @property
     def test_helpers(self) -> TestHelpers: ...
+    @property
+    def policy(self) -> Policies: ...
     def require_chain(self, chain_id: int) -> None: ...
 
 
@@ -150,7 +155,7 @@ class _Reached:
 @dataclass(frozen=True)
 class Operation(Generic[R]):
     name: str
-    method: Literal["GET", "POST", "PATCH", "DELETE"]
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
     path: str
     response: type[R]
     #: The method it runs, from an organization's handle (None: a public operation).
@@ -172,6 +177,8 @@ class Operation(Generic[R]):
     #: The query parameter (as sent) that selects this operation over the one of the
     #: same method and path without it.
     selected_by: str | None = None
+    #: An answer written as CSV (``text/csv``): the items of `chunks`, one row each.
+    csv: CsvTable[Any] | None = None
     summary: str = ""
 
     def __post_init__(self) -> None:
@@ -180,6 +187,8 @@ class Operation(Generic[R]):
             raise ValueError(f"{self.name}: path_params must be {named}, in that order")
         if (self.runs is None) == (self.runs_public is None):
             raise ValueError(f"{self.name}: give exactly one of runs and runs_public")
+        if self.csv is not None and self.chunks is None:
+            raise ValueError(f"{self.name}: a CSV answer is written from chunks")
 
     @property
     def public(self) -> bool:
@@ -275,6 +284,7 @@ def _problem(location: str, field_name: str, message: str) -> dict[str, str]:
 CHAIN = PathParam("chainId", ChainId, chain=True)
 ADDRESS = PathParam("address", Address)
 ROW_ID = PathParam("id", RowId)
+TRANSFER_ID = PathParam("id", uuid.UUID)
 
 OPERATIONS: tuple[Operation[Any], ...] = (
     Operation(
@@ -287,8 +297,32 @@ OPERATIONS: tuple[Operation[Any], ...] = (
         query=PageQuery, summary="The transfers feed, newest first",
     ),
     Operation(
+        "transfers.export", "GET", "/transfers/export", ListOf[Transfer],
+        lambda org: org.transfers.export, query=ExportQuery,
+        chunks=lambda org: org.transfers.export_chunks, csv=EXPORT,
+        summary="The feed between two times as CSV, oldest first",
+    ),
+    Operation(
         "transfers.get", "GET", "/transfers/{id}", Transfer, lambda org: org.transfers.get,
-        path_params=(PathParam("id", uuid.UUID),), summary="One transfer",
+        path_params=(TRANSFER_ID,), summary="One transfer",
+    ),
+    Operation(
+        "transfers.approve", "POST", "/transfers/{id}/approve", Transfer,
+        lambda org: org.transfers.approve, path_params=(TRANSFER_ID,),
+        summary="Approve a transfer awaiting approval (another user than its creator)",
+    ),
+    Operation(
+        "transfers.reject", "POST", "/transfers/{id}/reject", Transfer,
+        lambda org: org.transfers.reject, path_params=(TRANSFER_ID,),
+        summary="Reject a transfer awaiting approval (another user than its creator)",
+    ),
+    Operation(
+        "policy.get", "GET", "/policy", Policy, lambda org: org.policy.get,
+        summary="The organization's policy: approval threshold, daily limit, destinations",
+    ),
+    Operation(
+        "policy.put", "PUT", "/policy", Policy, lambda org: org.policy.put, body=SetPolicy,
+        summary="Replace the organization's policy",
     ),
     Operation(
         "virtual_account.get", "GET", "/virtual-account", VirtualAccount,

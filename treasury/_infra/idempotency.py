@@ -102,13 +102,19 @@ def run(
     write: Callable[[Transaction], R],
     result_type: type[R],
     path: tuple[object, ...] = (),
+    *,
+    look_first: bool = False,
 ) -> R:
-    """Run `write` in one transaction, at most once per (organization, key)."""
+    """Run `write` in one transaction, at most once per (organization, key). With
+    `look_first`, a key that already holds an outcome is replayed before `write` runs:
+    for a write whose checks count what its first run wrote (a limit it used up)."""
     storage = scope.runtime.storage
     if key is None:
         with storage.transaction() as tx:
             return write(tx)
     hold = _KeyHold(scope, check_key(key), fingerprint(operation, request, path))
+    if look_first and hold.held(storage):
+        return hold.replay(storage, result_type)
     try:
         with storage.transaction() as tx:
             result = write(tx)

@@ -524,4 +524,23 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 position TEXT NOT NULL)""",
         ],
     ),
+    (
+        16,
+        "policies per organization; a transfer's approval and its creator",
+        [
+            # one row per organization that set a policy (none: every control off)
+            """CREATE TABLE policies (
+                org_id TEXT PRIMARY KEY REFERENCES organizations(id),
+                approval_threshold TEXT,
+                daily_limit TEXT,
+                destinations TEXT NOT NULL,
+                updated_at TEXT NOT NULL)""",
+            "ALTER TABLE transfers ADD COLUMN approval_status TEXT NOT NULL DEFAULT 'not_required'",
+            "ALTER TABLE transfers ADD COLUMN created_by_key TEXT",
+            "ALTER TABLE transfers ADD COLUMN created_by_user TEXT",
+            # the approvals' jobs: transfers awaiting a decision, or approved and not started
+            """CREATE INDEX transfers_approval ON transfers (approval_status, created_at)
+                WHERE approval_status IN ('awaiting', 'approved')""",
+        ],
+    ),
 ]

@@ -38,6 +38,7 @@ _ERROR = {
 _WHY = {
     400: "Invalid input: `details.fields` lists every failing field",
     401: "API key required, unknown or expired",
+    403: "Forbidden: this key may not do this",
     404: "Not found",
     409: "Conflict, or the same Idempotency-Key still in flight (`details.code`)",
     413: "Request body too large",
@@ -94,16 +95,17 @@ def _operation(operations: Sequence[Operation[Any]], schemas: dict[str, Any]) ->
             }
         )
     response = functools.reduce(operator.or_, [op.response for op in operations])
+    content = {"application/json": {"schema": _schema(response, schemas)}}
+    if operation.csv is not None:
+        header = ",".join(operation.csv.columns)
+        content = {"text/csv": {"schema": {"type": "string", "description": f"Header: {header}"}}}
     answer: dict[str, Any] = {
         "operationId": operation.name,
         "summary": operation.summary,
         "tags": [operation.name.partition(".")[0]],
         "parameters": parameters,
         "responses": {
-            str(operation.status): {
-                "description": "Success",
-                "content": {"application/json": {"schema": _schema(response, schemas)}},
-            },
+            str(operation.status): {"description": "Success", "content": content},
             **{str(status): _error(status) for status in _errors(operation)},
         },
     }
@@ -131,7 +133,13 @@ def _errors(operation: Operation[Any]) -> list[int]:
         statuses.append(409)  # the chain may lack an address it needs (`Chain.address`)
     if operation.idempotency is not None:
         statuses.append(422)
+    if operation.name in _FORBIDDING:
+        statuses.append(403)
     return sorted(statuses)
+
+
+#: The operations that answer 403 to a key that may not use them.
+_FORBIDDING = frozenset({"transfers.approve", "transfers.reject"})
 
 
 def _error(status: int) -> dict[str, Any]:
