@@ -17,7 +17,7 @@ import itertools
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Self
+from typing import Any, Self
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -32,35 +32,66 @@ _STREAMS = itertools.count()  # names of server-side cursors, unique in the proc
 
 
 class _Tx(Transaction):
+    """One transaction's cursor. Its opening ``BEGIN`` and its named locks, whose answers
+    nobody reads, wait in `_queued` and go with its next statement in one pipeline (one
+    round trip for all of them); the server runs them in order, so each lock is held
+    before that statement runs. A transaction that sent no statement never began: its
+    end costs nothing."""
+
     paramstyle = "format"
     skip_locked = " FOR UPDATE SKIP LOCKED"
 
     def __init__(self, conn: psycopg.Connection[Row]) -> None:
+        self._conn = conn
         self._cursor = conn.cursor()  # one per transaction: its statements run one by one
+        self._queued: list[tuple[str, Params]] = []
+        self.began = False  # whether a statement reached the server
 
     def _execute(self, sql: str, params: Params) -> int:
-        with self._translated():
-            return self._cursor.execute(sql, params).rowcount
+        return self._sent(sql, params).rowcount
 
     def _query(self, sql: str, params: Params) -> list[Row]:
-        with self._translated():
-            cursor = self._cursor.execute(sql, params)
-            return cursor.fetchall() if cursor.description else []
+        cursor = self._sent(sql, params)
+        return cursor.fetchall() if cursor.description else []
 
     def _stream(self, sql: str, params: Params, size: int) -> Iterator[list[Row]]:
         """From a server-side cursor of this transaction, `size` rows per round trip."""
         name = f"treasury_stream_{next(_STREAMS)}"
-        with self._translated(), self._cursor.connection.cursor(name, row_factory=dict_row) as rows:
+        with self._translated(), self._conn.pipeline():  # the queued BEGIN (and locks)
+            for before in self._take_queued():
+                self._conn.execute(*before)
+        with self._translated(), self._conn.cursor(name, row_factory=dict_row) as rows:
             rows.execute(sql, params)
             while chunk := rows.fetchmany(size):
                 yield chunk
 
-    def command(self, sql: str) -> None:
-        """A statement without parameters (BEGIN, COMMIT, ROLLBACK) on this cursor."""
-        self._cursor.execute(sql)
+    def _sent(self, sql: str, params: Params) -> psycopg.Cursor[Row]:
+        """Run a statement, after the queued ones, in one round trip."""
+        queued = self._take_queued()
+        with self._translated():
+            if not queued:
+                return self._cursor.execute(sql, params)
+            with self._conn.pipeline():
+                for before in queued:
+                    self._conn.execute(*before)
+                return self._cursor.execute(sql, params)
+
+    def _take_queued(self) -> list[tuple[str, Params]]:
+        queued, self._queued, self.began = self._queued, [], True
+        return queued
+
+    def queue(self, sql: str, params: Params = ()) -> None:
+        """A statement whose answer is not read, sent with the next one."""
+        self._queued.append((sql, params))
+
+    def end(self, sql: str) -> None:
+        """COMMIT or ROLLBACK, if the transaction began; locks still queued are moot."""
+        self._queued = []
+        if self.began:
+            self._cursor.execute(sql)
 
     def lock(self, name: str) -> None:
-        self._execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (name,))
+        self.queue("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (name,))
 
     @contextmanager
     def _translated(self) -> Iterator[None]:
@@ -80,10 +111,19 @@ class PostgresStorage(ThreadTransactions):
         "sortable_text": 'TEXT COLLATE "C"',  # code-point order, as SQLite's BINARY
     }
 
-    def __init__(self, conninfo: str, *, pool_min: int = 1, pool_max: int = 10) -> None:
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        pool_min: int = 1,
+        pool_max: int = 10,
+        connection_class: type[psycopg.Connection[Any]] = psycopg.Connection,
+    ) -> None:
+        """`connection_class`: the pool's connections' class (a subclass may observe them)."""
         self._conninfo = conninfo
         self._pool = ConnectionPool(
             conninfo,
+            connection_class=connection_class,
             min_size=pool_min,
             max_size=pool_max,
             kwargs={"row_factory": dict_row, "autocommit": True},
@@ -105,15 +145,15 @@ class PostgresStorage(ThreadTransactions):
     def _outermost(self, begin: str) -> Iterator[Transaction]:
         with self._pool.connection() as conn:
             tx = _Tx(conn)  # type: ignore[arg-type]  # rows are dicts (dict_row)
-            tx.command(begin)
+            tx.queue(begin)
             self._local.tx, self._local.depth = tx, 1
             try:
                 yield tx
             except BaseException:
-                tx.command("ROLLBACK")
+                tx.end("ROLLBACK")
                 raise
             else:
-                tx.command("COMMIT")
+                tx.end("COMMIT")
             finally:
                 self._local.tx, self._local.depth = None, 0
 
