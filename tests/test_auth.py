@@ -106,3 +106,36 @@ def test_rate_limit_counters_in_redis_are_shared_between_instances(new_storage_u
         two.authenticate(secret)
     one.close()
     two.close()
+
+
+def test_a_key_revoked_by_another_process_is_refused_here_within_the_cache_s_ttl(
+    storage_url,
+):
+    """Each process keeps a key's row for `KEY_TTL` (no look-up per request): a key
+    revoked through another process (another treasury on the store) is refused here once
+    that time has passed, by the clock; through this process, at once."""
+    from treasury.admin.key_cache import KEY_TTL
+
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]
+    here = Treasury.open(storage_url, master_key=MASTER_KEY, clock=lambda: now[0])
+    there = Treasury.open(storage_url, master_key=MASTER_KEY, clock=lambda: now[0])
+    org = here.admin.create_organization("Acme")
+    first, second = (here.admin.create_api_key(org.id, user_id="u") for _ in range(2))
+    here.for_api_key(first.secret)
+    here.for_api_key(second.secret)
+    there.admin.revoke_api_key(first.id)
+    now[0] += KEY_TTL - timedelta(microseconds=1)
+    here.for_api_key(first.secret)  # still this process's row, read before the revocation
+    with pytest.raises(AuthenticationError, match="Unauthorized"):
+        there.for_api_key(first.secret)
+    now[0] += timedelta(microseconds=1)
+    with pytest.raises(AuthenticationError, match="Unauthorized"):
+        here.for_api_key(first.secret)
+    here.admin.revoke_api_key(second.id)
+    with pytest.raises(AuthenticationError, match="Unauthorized"):
+        here.for_api_key(second.secret)
+    forged = second.secret[:-4] + ("AAAA" if not second.secret.endswith("AAAA") else "BBBB")
+    with pytest.raises(AuthenticationError, match="Unauthorized"):
+        here.for_api_key(forged)
+    here.close()
+    there.close()

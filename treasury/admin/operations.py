@@ -13,6 +13,7 @@ from .._infra.runtime import Runtime
 from .._records import customers
 from ..backends.storage.base import Row
 from ..errors import AuthenticationError, NotFound, ValidationError
+from .key_cache import KeyCache
 from .models import ApiKey, CreatedApiKey, FiatOnboarding, Organization
 
 KEY_PREFIX = "trk_"
@@ -35,6 +36,7 @@ class Admin:
 
     def __init__(self, runtime: Runtime):
         self._runtime = runtime
+        self._keys = KeyCache(runtime.clock)
 
     def create_organization(self, name: str) -> Organization:
         if not isinstance(name, str) or not 1 <= len(name.strip()) <= 200:
@@ -126,6 +128,7 @@ class Admin:
                 (self._runtime.now_text(), key_id),
             )
             row = tx.one(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE id = ?", (key_id,))
+        self._keys.forget(key_id)
         if row is None:
             raise NotFound("API key not found")
         return _api_key(row)
@@ -136,12 +139,19 @@ class Admin:
 
     def verified(self, secret: str | None) -> Row:
         """The stored row of the key a secret belongs to (`id`, `org_id`, `user_id`, ...),
-        or the 401 for it: API key required / Unauthorized / API key expired."""
+        or the 401 for it: API key required / Unauthorized / API key expired. The row may
+        be up to `key_cache.KEY_TTL` old (a revocation elsewhere takes that long here)."""
         if not secret:
             raise AuthenticationError("API key required")
-        row = self._runtime.storage.read_one(
-            f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE id = ?", (_key_id(secret),)
-        )
+        key_id = _key_id(secret)
+        row = self._keys.get(key_id)
+        if row is None:
+            read_at = self._runtime.now()
+            row = self._runtime.storage.read_one(
+                f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE id = ?", (key_id,)
+            )
+            if row is not None and same_secret(secret, row["secret_hash"]):
+                self._keys.keep(key_id, row, read_at)
         if row is None or not same_secret(secret, row["secret_hash"]) or row["revoked_at"]:
             raise AuthenticationError("Unauthorized")
         if row["expires_at"] is not None and row["expires_at"] <= self._runtime.now_text():
