@@ -314,12 +314,11 @@ class _KeyHold:
 
     def held(self, storage: Storage) -> bool:
         """Whether the key already holds a live outcome, or a claim in flight."""
-        with storage.read() as tx:
-            row = tx.one(
-                "SELECT 1 AS held FROM idempotency_keys WHERE org_id = ? AND key = ?"
-                " AND (expires_at > ? OR state <> 'done')",
-                (self.org_id, self.key, to_text(self.now)),
-            )
+        row = storage.read_one(
+            "SELECT 1 AS held FROM idempotency_keys WHERE org_id = ? AND key = ?"
+            " AND (expires_at > ? OR state <> 'done')",
+            (self.org_id, self.key, to_text(self.now)),
+        )
         return row is not None
 
     def replay(self, storage: Storage, result_type: type[R]) -> R:

@@ -15,7 +15,7 @@ from pydantic import BeforeValidator, StringConstraints
 
 from .._infra.models import Resource
 from .._infra.sql import insert_numbered
-from ..backends.storage.base import Row, Transaction
+from ..backends.storage.base import Row, Storage, Transaction, one_row
 from ..errors import ValidationError
 
 COLUMNS = (
@@ -75,9 +75,11 @@ def by_external_id(tx: Transaction, org_id: str, external_id: str) -> Row | None
     )
 
 
-def provider_account(tx: Transaction, org_id: str, external_id: str) -> Row | None:
-    """A registered account's display fields and its provider id, by our uuid."""
-    return tx.one(
+def provider_account(source: Transaction | Storage, org_id: str, external_id: str) -> Row | None:
+    """A registered account's display fields and its provider id, by our uuid (in a
+    transaction or as one statement, `one_row`)."""
+    return one_row(
+        source,
         "SELECT external_id, bank_name, account_owner_name, account_number_last4,"
         f" provider_account_id FROM bank_accounts WHERE {_REGISTERED} AND external_id = ?",
         (org_id, external_id),

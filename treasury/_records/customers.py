@@ -13,17 +13,18 @@ from __future__ import annotations
 
 from .._infra.runtime import Runtime
 from ..backends.fiat.base import Onboarding
-from ..backends.storage.base import Row, Transaction
+from ..backends.storage.base import Row, Storage, Transaction, one_row
 from ..errors import NotFound, OnboardingIncomplete, ValidationError
 
 #: The status shown before the provider has heard of the organization.
 NOT_STARTED = "not_started"
 
 
-def organization(tx: Transaction, org_id: str) -> Row:
+def organization(source: Transaction | Storage, org_id: str) -> Row:
     """The organization's name, provider customer id and onboarding (read in the
-    caller's transaction)."""
-    row = tx.one(
+    caller's transaction, or as one statement: `one_row`)."""
+    row = one_row(
+        source,
         "SELECT name, provider_customer_id, onboarding_status, onboarding_url"
         " FROM organizations WHERE id = ?",
         (org_id,),
@@ -38,8 +39,7 @@ def provider_customer(runtime: Runtime, org_id: str, known: Row | None = None) -
     `organization` row, if the caller read it), else `OnboardingIncomplete`. Once
     approved, a read of our own row; before, one call to the provider."""
     if known is None:
-        with runtime.storage.read() as tx:
-            known = organization(tx, org_id)
+        known = organization(runtime.storage, org_id)
     if known["provider_customer_id"] and known["onboarding_status"] == "approved":
         return str(known["provider_customer_id"])
     found = onboarding(runtime, org_id, known, start=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
-from ..backends.storage.base import Transaction
+from ..backends.storage.base import Storage, Transaction, one_row
 
 Destinations = Literal["any", "known"]
 
@@ -31,8 +31,10 @@ class Rules:
 OFF = Rules()
 
 
-def read(tx: Transaction, org_id: str) -> Rules:
-    row = tx.one(
+def read(source: Transaction | Storage, org_id: str) -> Rules:
+    """The organization's rules, in a transaction or as one statement (`one_row`)."""
+    row = one_row(
+        source,
         "SELECT approval_threshold, daily_limit, destinations FROM policies WHERE org_id = ?",
         (org_id,),
     )

@@ -78,8 +78,7 @@ class Transfers(Group):
         assert pairing is not None
         runtime = self._scope.runtime
         chain_id = runtime.chains.primary
-        with runtime.storage.read() as tx:
-            rules = policy.read(tx, self._scope.org_id)
+        rules = policy.read(runtime.storage, self._scope.org_id)
         self._check_destination(request, pairing, rules)
         if rules.needs_approval(Decimal(request.amount)):
             return self._awaiting(request, pairing, chain_id, idempotency_key)
@@ -348,8 +347,9 @@ class Transfers(Group):
     def _bank_account(self, side: str, external_id: str) -> Row:
         field = f"{side}.external_account_id"
         external_id = parse_external_id(external_id, field)
-        with self._scope.runtime.storage.read() as tx:
-            row = bank_accounts.provider_account(tx, self._scope.org_id, external_id)
+        row = bank_accounts.provider_account(
+            self._scope.runtime.storage, self._scope.org_id, external_id
+        )
         if row is None:
             raise ValidationError.field("body", field, "is not a bank account of the organization")
         return row

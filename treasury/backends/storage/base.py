@@ -207,3 +207,12 @@ class ThreadTransactions(Storage):
         a backend whose driver runs one statement in autocommit does that instead."""
         with self._outermost(self.begin_read) as tx:
             return tx.one(sql, params)
+
+
+def one_row(source: Transaction | Storage, sql: str, params: Params = ()) -> Row | None:
+    """The first row of `sql`: read in the open transaction `source`, or, given the
+    storage, as one statement of its own (`Storage.read_one`: its own snapshot, one round
+    trip on PostgreSQL where a `read` block takes two)."""
+    if isinstance(source, Transaction):
+        return source.one(sql, params)
+    return source.read_one(sql, params)

@@ -135,7 +135,9 @@ class PostgresStorage(ThreadTransactions):
     def from_url(cls, url: str) -> Self:
         parts = urlsplit(url)
         query = dict(parse_qsl(parts.query))
-        sizes = {name: int(query.pop(name)) for name in ("pool_min", "pool_max") if name in query}
+        sizes: dict[str, Any] = {
+            name: int(query.pop(name)) for name in ("pool_min", "pool_max") if name in query
+        }
         conninfo = urlunsplit(
             parts._replace(scheme="postgresql", query=urlencode(query, quote_via=quote))
         )
@@ -144,7 +146,7 @@ class PostgresStorage(ThreadTransactions):
     @contextmanager
     def _outermost(self, begin: str) -> Iterator[Transaction]:
         with self._pool.connection() as conn:
-            tx = _Tx(conn)  # type: ignore[arg-type]  # rows are dicts (dict_row)
+            tx = _Tx(conn)  # rows are dicts (dict_row)
             tx.queue(begin)
             self._local.tx, self._local.depth = tx, 1
             try:
@@ -159,7 +161,7 @@ class PostgresStorage(ThreadTransactions):
 
     def _one_alone(self, sql: str, params: Params) -> Row | None:
         with self._pool.connection() as conn:  # autocommit: the statement is its snapshot
-            return _Tx(conn).one(sql, params)  # type: ignore[arg-type]
+            return _Tx(conn).one(sql, params)
 
     def close(self) -> None:
         self._pool.close()

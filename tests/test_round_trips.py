@@ -1,0 +1,164 @@
+"""What one request costs PostgreSQL and Redis, pinned: the statements and round trips of
+``POST /v1/recipients`` and of an on-ramp (``POST /v1/transfers``), counted by the
+connections' own cursors, and the commands the rate limiter sends, as the Redis server's
+MONITOR sees them. A change that adds one fails here: lower the numbers when a change
+saves one, raise them only with a reason recorded in docs/decisions.md."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+import pytest
+
+from treasury import Treasury
+from treasury.backends.storage.postgresql import PostgresStorage
+from treasury.http import create_app
+
+from .conftest import MASTER_KEY, on_postgres, require_redis
+from .helpers import BANK_ACCOUNT, address, onramp
+
+pytestmark = pytest.mark.skipif(not on_postgres(), reason="PostgreSQL's round trips")
+
+REDIS_DB = 9  # the rate limiter's counters in this module: one database, flushed
+
+
+@dataclass
+class Seen:
+    """What the connections sent: each statement, and the round trips they took."""
+
+    statements: list[str] = field(default_factory=list)
+    round_trips: int = 0
+
+
+SEEN = Seen()
+
+
+class CountingCursor(psycopg.Cursor[Any]):
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        SEEN.statements.append(str(query))
+        if not getattr(self.connection, "piped", False):
+            SEEN.round_trips += 1
+        return super().execute(query, params, **kwargs)
+
+
+class CountingConnection(psycopg.Connection[Any]):
+    """A pool connection whose cursors count statements; a pipeline is one round trip."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cursor_factory = CountingCursor
+        self.piped = False
+
+    @contextmanager
+    def pipeline(self) -> Iterator[Any]:  # type: ignore[override]
+        with super().pipeline() as pipe:
+            self.piped = True
+            try:
+                yield pipe
+            finally:
+                self.piped = False
+        SEEN.round_trips += 1
+
+
+@contextmanager
+def redis_commands(url: str, key_id: str) -> Iterator[list[str]]:
+    """The commands the rate limiter's connections sent in the block (those of every
+    connection that sent a command naming `key_id`), from the server's MONITOR."""
+    import redis
+
+    server = redis.Redis.from_url(url)
+    lines: list[dict[str, Any]] = []
+    marker = "end-" + secrets.token_hex(4)
+    ready = threading.Event()
+
+    def watch() -> None:
+        with server.monitor() as monitor:
+            ready.set()
+            while True:
+                line = monitor.next_command()
+                if marker in line["command"]:
+                    return
+                lines.append(line)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    ready.wait(5)
+    seen: list[str] = []
+    try:
+        yield seen
+    finally:
+        server.echo(marker)
+        watcher.join(10)
+    ours = {line["client_port"] for line in lines if key_id in line["command"]}
+    seen += [
+        line["command"].split()[0]
+        for line in lines
+        if line["client_type"] != "lua" and line["client_port"] in ours
+    ]
+
+
+@pytest.fixture(scope="module")
+def env(module_storage_url: str) -> Iterator[dict[str, Any]]:
+    from treasury.backends.chain.devnet import DevnetChain
+
+    redis_url = require_redis().rsplit("/", 1)[0] + f"/{REDIS_DB}"
+    storage = PostgresStorage(module_storage_url, connection_class=CountingConnection)
+    t = Treasury.open(
+        storage,
+        master_key=MASTER_KEY,
+        fiat="sandbox://",
+        chains={31337: DevnetChain()},
+        rate_limit="1000000/1 second",
+        rate_limit_storage=redis_url,
+    )
+    org = t.admin.create_organization("Acme")
+    key = t.admin.create_api_key(org.id, user_id="u")
+    api = create_app(t).test_client()
+    headers = {"x-api-key": key.secret}
+    answer = api.post(
+        "/v1/bank-accounts", json=BANK_ACCOUNT, headers={**headers, "Idempotency-Key": "bank"}
+    )
+    assert answer.status_code == 201, answer.get_json()
+    bank = answer.get_json()["providerExternalAccountId"]
+    yield {"api": api, "headers": headers, "bank": bank, "key_id": key.id, "redis": redis_url}
+    t.close()
+
+
+def measured(env: dict[str, Any], path: str, body: dict[str, Any]) -> tuple[Seen, list[str]]:
+    """One warm-up request, then the counts of one more."""
+    api, headers = env["api"], env["headers"]
+    answer = api.post(path, json=body(), headers={**headers, "Idempotency-Key": "w" + path})
+    assert answer.status_code == 201, answer.get_json()
+    SEEN.statements.clear()
+    SEEN.round_trips = 0
+    with redis_commands(env["redis"], env["key_id"]) as commands:
+        answer = api.post(path, json=body(), headers={**headers, "Idempotency-Key": "m" + path})
+    assert answer.status_code == 201, answer.get_json()
+    return Seen(list(SEEN.statements), SEEN.round_trips), commands
+
+
+def test_a_recipient_costs_three_round_trips_and_one_redis_call(env):
+    seen, commands = measured(
+        env, "/v1/recipients", lambda: {"address": address(), "label": "Payee"}
+    )
+    # BEGIN, the organization's numbering lock, the INSERT (one pipeline); the key's
+    # INSERT … ON CONFLICT; COMMIT. The API key's row is this process's for 5 seconds.
+    assert (len(seen.statements), seen.round_trips) == (5, 3), seen.statements
+    assert commands == ["EVALSHA"]
+
+
+def test_an_onramp_costs_pinned_round_trips_and_one_redis_call(env):
+    seen, commands = measured(env, "/v1/transfers", lambda: onramp(env["bank"], address(), "5"))
+    # checks: the policy, the key, the onboarding, the bank account (one statement each);
+    # the claim (BEGIN, the organization's lock, the policy under it, the transfer, the
+    # key; COMMIT); the provider call's reads (a snapshot of three); the sandbox provider
+    # keeps its own state in the same database (6 statements, 5 round trips: a real
+    # provider is an HTTPS call instead); the record (11 statements, 10 round trips).
+    assert (len(seen.statements), seen.round_trips) == (34, 29), seen.statements
+    assert commands == ["EVALSHA"]
