@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import secrets
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
-import psycopg
 import pytest
 
 from treasury import Treasury
 from treasury.backends.storage.postgresql import PostgresStorage
 from treasury.http import create_app
+from treasury.testing.round_trips import Census
 
 from .conftest import MASTER_KEY, on_postgres, require_redis
 from .helpers import BANK_ACCOUNT, address, onramp
@@ -28,42 +27,7 @@ pytestmark = pytest.mark.skipif(not on_postgres(), reason="PostgreSQL's round tr
 REDIS_DB = 9  # the rate limiter's counters in this module: one database, flushed
 
 
-@dataclass
-class Seen:
-    """What the connections sent: each statement, and the round trips they took."""
-
-    statements: list[str] = field(default_factory=list)
-    round_trips: int = 0
-
-
-SEEN = Seen()
-
-
-class CountingCursor(psycopg.Cursor[Any]):
-    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-        SEEN.statements.append(str(query))
-        if not getattr(self.connection, "piped", False):
-            SEEN.round_trips += 1
-        return super().execute(query, params, **kwargs)
-
-
-class CountingConnection(psycopg.Connection[Any]):
-    """A pool connection whose cursors count statements; a pipeline is one round trip."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.cursor_factory = CountingCursor
-        self.piped = False
-
-    @contextmanager
-    def pipeline(self) -> Iterator[Any]:  # type: ignore[override]
-        with super().pipeline() as pipe:
-            self.piped = True
-            try:
-                yield pipe
-            finally:
-                self.piped = False
-        SEEN.round_trips += 1
+CENSUS = Census()
 
 
 @contextmanager
@@ -108,7 +72,7 @@ def env(module_storage_url: str) -> Iterator[dict[str, Any]]:
     from treasury.backends.chain.devnet import DevnetChain
 
     redis_url = require_redis().rsplit("/", 1)[0] + f"/{REDIS_DB}"
-    storage = PostgresStorage(module_storage_url, connection_class=CountingConnection)
+    storage = PostgresStorage(module_storage_url, connection_class=CENSUS.connection_class())
     t = Treasury.open(
         storage,
         master_key=MASTER_KEY,
@@ -130,17 +94,18 @@ def env(module_storage_url: str) -> Iterator[dict[str, Any]]:
     t.close()
 
 
-def measured(env: dict[str, Any], path: str, body: dict[str, Any]) -> tuple[Seen, list[str]]:
+def measured(
+    env: dict[str, Any], path: str, body: Callable[[], dict[str, Any]]
+) -> tuple[Census, list[str]]:
     """One warm-up request, then the counts of one more."""
     api, headers = env["api"], env["headers"]
     answer = api.post(path, json=body(), headers={**headers, "Idempotency-Key": "w" + path})
     assert answer.status_code == 201, answer.get_json()
-    SEEN.statements.clear()
-    SEEN.round_trips = 0
+    CENSUS.clear()
     with redis_commands(env["redis"], env["key_id"]) as commands:
         answer = api.post(path, json=body(), headers={**headers, "Idempotency-Key": "m" + path})
     assert answer.status_code == 201, answer.get_json()
-    return Seen(list(SEEN.statements), SEEN.round_trips), commands
+    return Census(list(CENSUS.statements), CENSUS.round_trips), commands
 
 
 def test_a_recipient_costs_three_round_trips_and_one_redis_call(env):
