@@ -15,6 +15,13 @@ Flask app whose one endpoint, ``POST /v1/recipients``, parses the JSON body, doe
 (`PG_FLOOR_SCHEMA`) on a connection of a ``psycopg_pool.ConnectionPool`` opened in each
 worker (autocommit: the statement commits, durably, in one round trip) and returns the
 row as JSON with 201. Its number comes from an in-process counter (`FloorNumbers`).
+Its ``POST /v1/transfers`` is the floor of an on-ramp, on a database treasury migrated
+(`onramp_floor`): the durable writes an on-ramp makes, each of its two transactions sent
+in one pipeline (one round trip): the claim (the ``transfers`` row and the
+``idempotency_keys`` row in flight) and the record (the transfer's stage and provider
+ids, its event, the key done). No checks, no provider call (the sandbox's own writes
+are not treasury's). ``POST /v1/bank-accounts`` answers an id and writes nothing (the
+load registers one before its window).
 
 Not a benchmark; gunicorn logs on stderr.
 """
@@ -22,7 +29,10 @@ Not a benchmark; gunicorn logs on stderr.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import sys
+import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -53,6 +63,22 @@ PG_FLOOR_SCHEMA = (
 PG_FLOOR_INSERT = (
     "INSERT INTO recipients (org_id, number, address, label, created_at, updated_at)"
     " VALUES (%s, %s, %s, %s, %s, %s) RETURNING number"
+)
+#: An on-ramp's claim and record (see `onramp_floor`), each one transaction.
+ONRAMP_CLAIM = (
+    "INSERT INTO transfers (id, org_id, pairing, status, stage, amount, developer_fee,"
+    " source, destination, chain_id, bank_account_id, lease_until, created_at, updated_at)"
+    " VALUES (%s, %s, 'onramp', 'pending', 'claimed', %s, '0', %s, %s, 31337, %s, %s, %s, %s)",
+    "INSERT INTO idempotency_keys (org_id, key, fingerprint, state, resource, created_at,"
+    " expires_at) VALUES (%s, %s, %s, 'in_flight', %s, %s, %s)",
+)
+ONRAMP_RECORD = (
+    "UPDATE transfers SET stage = 'awaiting_funds', provider_transfer_id = %s,"
+    " provider_state = 'awaiting_funds', deposit_instructions = %s, updated_at = %s"
+    " WHERE id = %s AND stage = 'claimed'",
+    "INSERT INTO events (org_id, type, payload, created_at) VALUES (%s, %s, %s, %s)",
+    "UPDATE idempotency_keys SET state = 'done', body = %s"
+    " WHERE org_id = %s AND resource = %s AND state = 'in_flight'",
 )
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -89,12 +115,18 @@ class Bare(BaseApplication):  # type: ignore[misc]  # gunicorn has no types
         return bare_app(self._url, pool_max=max(10, self._settings["threads"]))
 
 
-def bare_app(url: str, *, pool_max: int) -> WSGIApp:
+def bare_app(url: str, *, pool_max: int, connection_class: Any = None) -> WSGIApp:
     from _common import FLOOR_ORG_ID, FloorNumbers, now_text
     from flask import Flask, Response, jsonify, request
     from psycopg_pool import ConnectionPool
 
-    pool = ConnectionPool(url, min_size=1, max_size=pool_max, kwargs={"autocommit": True})
+    pool = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=pool_max,
+        kwargs={"autocommit": True},
+        **({} if connection_class is None else {"connection_class": connection_class}),
+    )
     numbers = FloorNumbers()
     app = Flask("bare")
 
@@ -117,6 +149,54 @@ def bare_app(url: str, *, pool_max: int) -> WSGIApp:
                 "updatedAt": now,
             }
         ), 201
+
+    @app.post("/v1/bank-accounts")
+    def bank_account() -> tuple[Response, int]:
+        return jsonify({"providerExternalAccountId": str(uuid.uuid4())}), 201
+
+    @app.post("/v1/transfers")
+    def onramp() -> tuple[Response, int]:
+        body = request.get_json()
+        now, transfer_id = now_text(), str(uuid.uuid4())
+        key = request.headers["Idempotency-Key"]
+        source, destination = json.dumps(body["source"]), json.dumps(body["destination"])
+        claim = (
+            (
+                transfer_id,
+                FLOOR_ORG_ID,
+                body["amount"],
+                source,
+                destination,
+                body["source"]["external_account_id"],
+                now,
+                now,
+                now,
+            ),
+            (FLOOR_ORG_ID, key, hashlib.sha256(request.data).hexdigest(), transfer_id, now, now),
+        )
+        answer = {
+            "id": transfer_id,
+            "status": "pending",
+            "amount": body["amount"],
+            "source": body["source"],
+            "destination": body["destination"],
+            "createdAt": now,
+            "updatedAt": now,
+        }
+        instructions = json.dumps({"bank": "sandbox", "reference": transfer_id[:8]})
+        record = (
+            (str(uuid.uuid4()), instructions, now, transfer_id),
+            (FLOOR_ORG_ID, "transfer.created", json.dumps(answer), now),
+            (json.dumps(answer), FLOOR_ORG_ID, transfer_id),
+        )
+        with pool.connection() as conn:
+            for statements, values in ((ONRAMP_CLAIM, claim), (ONRAMP_RECORD, record)):
+                with conn.pipeline():
+                    conn.execute("BEGIN")
+                    for statement, params in zip(statements, values, strict=True):
+                        conn.execute(statement, params)
+                    conn.execute("COMMIT")
+        return jsonify(answer), 201
 
     return app
 

@@ -1,34 +1,38 @@
-"""Scale-out on PostgreSQL: two API processes against one, and recipients against a bare floor.
+"""Scale-out on PostgreSQL: what one API process spends per request, against a floor.
 
     .venv/bin/python benchmarks/scale.py [--rounds R] [--seconds S] [--clients C]
-                                         [--only processes|recipients]
+                                         [--only recipients|onramps]
 
 Two figures, each against a floor measured in the same run, on the same PostgreSQL server
 (its own durability settings, printed: both sides of a ratio commit alike), behind the
-same server (gunicorn, gthread workers, ``--threads`` per worker; `_gunicorn.py`), driven
+same server (gunicorn, one gthread worker, ``--threads`` threads; `_gunicorn.py`), driven
 by the same client (`_load.py` in a separate process: ``--clients`` threads, one
 keep-alive ``http.client`` connection each, one request after another):
 
-* processes: on-ramps created per second (``POST /v1/transfers``, usd/ach_push ->
-  usdc/ethereum on the ``sandbox://`` fiat provider, a fresh Idempotency-Key and a fresh
-  destination address per request) by two API processes (gunicorn, 2 workers) ÷ by one
-  (gunicorn, 1 worker, the same threads). Goal >= 1.7. The on-ramp's chain (31337) is an
-  anvil node the script starts and stops (`treasury.anvil`); creating an on-ramp never
-  calls it. The sandbox keeps its customers and bank accounts in the process that made
-  them, and an organization's provider customer is made once (its id is stored), so an
-  on-ramp is created only by the process that registered its organization's bank account:
-  each client thread has an organization and an API key of its own, registers its bank
-  account on its own connection before the common start, and sends every on-ramp on that
-  connection (a connection stays with the gunicorn worker that accepted it). How the
-  kernel spread the connections over the workers is printed; a request answered by the
-  wrong process would be a 502, counted as a failure.
 * recipients: ``POST /v1/recipients`` (one organization and API key, a fresh
-  Idempotency-Key and random address per request) of treasury under gunicorn with one
-  worker ÷ the same requests to a bare Flask app under the same gunicorn settings, whose
-  endpoint parses the JSON, does one ``INSERT … RETURNING number`` of a row of the shape of
-  treasury's ``recipients`` table (`_gunicorn.PG_FLOOR_SCHEMA`; its number from an
-  in-process counter) on a ``psycopg_pool`` connection in autocommit (committed, one round
-  trip) and returns the row as JSON. Goal >= 0.5.
+  Idempotency-Key and random address per request) of treasury ÷ the same requests to a
+  bare Flask app, whose endpoint parses the JSON, does one ``INSERT … RETURNING number``
+  of a row of the shape of treasury's ``recipients`` table (`_gunicorn.PG_FLOOR_SCHEMA`;
+  its number from an in-process counter) on a ``psycopg_pool`` connection in autocommit
+  (committed, one round trip) and returns the row as JSON. Goals: requests/s ratio
+  >= 0.5, and the API process's CPU per request <= 2x the floor's.
+* on-ramps: ``POST /v1/transfers`` (usd/ach_push -> usdc/ethereum on the ``sandbox://``
+  fiat provider, a fresh Idempotency-Key and destination address per request; each
+  client thread has an organization and API key of its own and registers its bank
+  account first) of treasury ÷ the bare app's on-ramp floor: the same durable writes
+  (the claim: the transfer and its key in flight; the record: the transfer's stage and
+  provider ids, its event, the key done), each transaction one pipelined round trip, on
+  a database treasury migrated. No goal: printed to follow. The on-ramp's chain (31337)
+  is an anvil node the script starts and stops; creating an on-ramp never calls it.
+
+For each side: the API process's CPU per request (the figure that scales: N API processes
+on N cores of their own serve N times what one CPU-second of one process serves, as
+long as PostgreSQL and Redis have cores of their own to keep up), PostgreSQL's and
+Redis' CPU per request, and the PostgreSQL round trips and statements of one request,
+counted by the connections' cursors (`treasury.testing.round_trips`) on an in-process
+copy of each side. The capacity of N processes on N free cores is printed as a
+projection from those figures, not a measurement: this machine's 2 cores are shared by
+the API process, PostgreSQL, Redis and the client, so no run here can show it.
 
 Every load run gets a fresh PostgreSQL database (``CREATE DATABASE``, migrated by
 ``Treasury.open``, ``DROP DATABASE … WITH (FORCE)`` afterwards) and fresh server
@@ -78,6 +82,7 @@ from _gunicorn import PG_FLOOR_SCHEMA
 
 from treasury import Treasury
 from treasury.config import Settings, dump_toml, write_chain
+from treasury.testing.round_trips import Census
 from treasury.testing.statements import BANK_ACCOUNT
 
 POSTGRES = os.environ.get(
@@ -87,8 +92,8 @@ REDIS = "redis://127.0.0.1:6379/13"  # a database of its own, flushed before eve
 CHAIN_ID = 31337
 MASTER_KEY = "0" * 64
 RATE_LIMIT = "100000000/1 second"  # per key: the limiter runs, its ceiling is out of reach
-SCALE_GOAL = 1.7
 RECIPIENTS_GOAL = 0.5
+CPU_GOAL = 2.0  # the API process's CPU per recipient at most this times the floor's
 HERE = Path(__file__).resolve().parent
 LOAD, SERVER = HERE / "_load.py", HERE / "_gunicorn.py"
 
@@ -459,18 +464,22 @@ def as_run(result: dict[str, Any], cpu: Cpu, spread: list[int], done: int, rows:
     )
 
 
-def onramps(workers: int, chain: dict[str, Any]) -> Side:
-    """Creating on-ramps through `workers` API processes (a fresh database each run)."""
+def onramps(app: str, chain: dict[str, Any]) -> Side:
+    """On-ramps (`POST /v1/transfers`) to treasury or to the bare floor, one worker."""
 
     def run_once(workdir: Path, args: argparse.Namespace) -> Run:
         redis.Redis.from_url(args.redis).flushdb()
         with fresh_database() as name:
             config = treasury_config(workdir, name, chain, args)
-            keys = api_keys(config, args.clients)
+            if app == "treasury":
+                keys, target = api_keys(config, args.clients), str(config)
+            else:
+                onramp_floor(config)
+                keys, target = ["floor"], database_url(name)
             (workdir / "keys").write_text("\n".join(keys))
             (workdir / "bank.json").write_text(json.dumps(BANK_ACCOUNT))
             extra = ["--keys", str(workdir / "keys"), "--onramp", str(workdir / "bank.json")]
-            with gunicorn("treasury", str(config), workers, args.threads, workdir) as server:
+            with gunicorn(app, target, 1, args.threads, workdir) as server:
                 before = commits(name)
                 result, cpu, spread = load(f"{server.base}/v1/transfers", server, args, extra)
             time.sleep(0.2)  # the backends' statistics reach the server as they exit
@@ -478,8 +487,18 @@ def onramps(workers: int, chain: dict[str, Any]) -> Side:
             rows = count_rows(name, "transfers")
         return as_run(result, cpu, spread, done, rows)
 
-    plural = "es" if workers > 1 else ""
-    return Side(f"treasury, {workers} API process{plural}", run_once)
+    name = "treasury POST /v1/transfers (on-ramp)" if app == "treasury" else "bare on-ramp (floor)"
+    return Side(name, run_once)
+
+
+def onramp_floor(config: Path) -> None:
+    """A database treasury migrated, with the floor's organization."""
+    api_keys(config, 0)
+    with psycopg.connect(database_url(Path(config).stem), autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO organizations (id, name, created_at) VALUES (%s, %s, %s)",
+            (FLOOR_ORG_ID, "Bench", now_text()),
+        )
 
 
 def recipients(app: str) -> Side:
@@ -569,39 +588,6 @@ def report(sides: list[Side], rounds: int) -> str:
     return table(header, rows)
 
 
-def explain_processes(one: Side, two: Side, measured: float) -> list[str]:
-    """What bounds the two-process figure on this machine, from the CPU the parts spent."""
-    cores = os.cpu_count() or 1
-
-    def typical(side: Side, value: Callable[[Run], float]) -> float:
-        return median([value(run) for run in side.runs])
-
-    baseline = typical(one, lambda r: r.per_second)
-    api_one = typical(one, lambda r: r.cpu.api / r.cpu.wall)
-    api_two = typical(two, lambda r: r.cpu.api / r.cpu.wall)
-    busy_two = typical(two, lambda r: (r.cpu.machine + r.cpu.iowait) / r.cpu.wall)
-    all_one = typical(one, lambda r: r.per_request(r.cpu.parts))
-    all_two = typical(two, lambda r: r.per_request(r.cpu.parts))
-    servers_one = typical(one, lambda r: r.per_request(r.cpu.parts - r.cpu.client))
-    ceiling = cores / all_one * 1e3  # requests/s if every core did nothing else
-    return [
-        "What bounds the ratio here:",
-        f"- one API process keeps {api_one:.2f} of a core busy: a Python process runs its"
-        " requests on one core at a time, so one process is bound by its own CPU;",
-        f"- this machine has {cores} cores for everything: the API processes, PostgreSQL,"
-        f" Redis and the client. A request costs {all_one:.2f} ms of CPU in all (one-process"
-        f" runs), so {cores} cores do at most {ceiling:,.0f} requests/s, {ceiling / baseline:.2f}x"
-        f" the one-process figure, however many API processes; without the client's share"
-        f" ({servers_one:.2f} ms a request), at most {cores / servers_one * 1e3 / baseline:.2f}x;",
-        f"- with two processes the machine is {busy_two:.2f} of {cores} cores busy or waiting"
-        f" for I/O, the two API processes {api_two:.2f} cores between them, and a request"
-        f" costs {all_two:.2f} ms of CPU in all ({all_two / all_one - 1:+.0%}: more runnable"
-        " threads and processes than cores);",
-        f"- measured: {measured:.2f}x. The goal needs cores the other parts do not take"
-        " (PostgreSQL, Redis and the load generator on other machines, or more cores).",
-    ]
-
-
 def postgres_settings() -> str:
     with psycopg.connect(POSTGRES, autocommit=True) as conn:
         version = conn.execute("SHOW server_version").fetchone()
@@ -639,7 +625,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--threads", type=int, default=8, help="gunicorn threads per worker (default 8)"
     )
-    parser.add_argument("--only", choices=["processes", "recipients"], default=None)
+    parser.add_argument("--only", choices=["recipients", "onramps"], default=None)
     parser.add_argument("--redis", default=REDIS, help=f"rate-limit counters (default {REDIS})")
     parser.add_argument(
         "--dir", default=None, help="where the temporary directory goes (default: system temp)"
@@ -650,44 +636,141 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def processes_figure(stack: ExitStack, workdir: Path, args: argparse.Namespace) -> str:
+def round_trips(
+    app: str, kind: str, chain: dict[str, Any] | None, args: argparse.Namespace
+) -> Census:
+    """The statements and round trips of one request of `kind` (``recipients`` or
+    ``onramps``) to `app`, after one unmeasured request, on an in-process copy of the
+    side (the same code and settings, a fresh database), counted by its connections."""
+    from _gunicorn import bare_app
+
+    from treasury.backends.storage.postgresql import PostgresStorage
+    from treasury.http import create_app
+
+    census = Census()
+    with fresh_database() as name, tempfile.TemporaryDirectory() as where:
+        config = treasury_config(Path(where), name, chain, args)
+        headers: dict[str, str] = {}
+        treasury = None
+        if app == "treasury":
+            headers["x-api-key"] = api_keys(config, 1)[0]
+            storage = PostgresStorage(
+                database_url(name), connection_class=census.connection_class()
+            )
+            settings = Settings.load(env={}, toml_file=config)
+            treasury = Treasury.open(storage, settings=settings)
+            client = create_app(treasury).test_client()
+        else:
+            onramp_floor(config) if kind == "onramps" else floor_schema(name)
+            wsgi = bare_app(
+                database_url(name), pool_max=2, connection_class=census.connection_class()
+            )
+            client = wsgi.test_client()  # type: ignore[attr-defined]
+        try:
+            path, body = (
+                "/v1/recipients",
+                lambda: {"address": "0x" + secrets.token_hex(20), "label": "x"},
+            )
+            if kind == "onramps":
+                answer = client.post(
+                    "/v1/bank-accounts",
+                    json=BANK_ACCOUNT,
+                    headers={**headers, "Idempotency-Key": "b"},
+                )
+                bank = answer.get_json()["providerExternalAccountId"]
+                path = "/v1/transfers"
+                body = lambda: {  # noqa: E731
+                    "amount": "10",
+                    "source": {
+                        "currency": "usd",
+                        "payment_rail": "ach_push",
+                        "external_account_id": bank,
+                    },
+                    "destination": {
+                        "currency": "usdc",
+                        "payment_rail": "ethereum",
+                        "to_address": "0x" + secrets.token_hex(20),
+                    },
+                }
+            for attempt in ("warm-up", "counted"):
+                census.clear()
+                answer = client.post(
+                    path, json=body(), headers={**headers, "Idempotency-Key": attempt}
+                )
+                if answer.status_code != 201:
+                    raise RuntimeError(
+                        f"{app} {path}: {answer.status_code} {answer.get_data()[:300]!r}"
+                    )
+        finally:
+            if treasury is not None:
+                treasury.close()
+    return census
+
+
+def figure(
+    kind: str, chain: dict[str, Any] | None, workdir: Path, args: argparse.Namespace
+) -> list[str]:
+    """One figure: the floor and treasury, rounds of load, the table, the verdicts."""
+    make = (
+        (lambda app: recipients(app))
+        if kind == "recipients"
+        else (lambda app: onramps(app, chain or {}))
+    )
+    sides = [make("bare"), make("treasury")]
+    what = "POST /v1/recipients" if kind == "recipients" else "on-ramps (POST /v1/transfers)"
+    print(f"\n=== {what}: treasury vs its floor, one gunicorn worker each ===")
+    run_rounds(sides, workdir, args)
+    print()
+    print(report(sides, args.rounds))
+    invalid = print_failures(sides)
+    note = " INVALID: failures or missing rows (see above)" if invalid else ""
+    measured = ratio(sides[1], sides[0])
+
+    def typical(side: Side, value: Callable[[Run], float]) -> float:
+        return median([value(run) for run in side.runs])
+
+    api = [typical(side, lambda r: r.per_request(r.cpu.api)) for side in sides]
+    postgres = [typical(side, lambda r: r.per_request(r.cpu.postgres)) for side in sides]
+    census = [round_trips(app, kind, chain, args) for app in ("bare", "treasury")]
+    for side, counted in zip(sides, census, strict=True):
+        print(
+            f"{side.name}: {counted.round_trips} PostgreSQL round trips per request"
+            f" ({len(counted.statements)} statements)"
+        )
+    cpu_ratio = api[1] / api[0]
+    per_process = 1e3 / api[1]
+    print(
+        f"Projection, not a measurement: one API process does at most {per_process:,.0f}"
+        f" {kind}/s on a core of its own ({api[1]:.2f} ms of CPU each); N processes on N"
+        f" free cores, N x that ({', '.join(f'{n}: {n * per_process:,.0f}/s' for n in (2, 4, 8))}),"
+        f" while PostgreSQL, at {postgres[1]:.2f} ms of CPU a request, has"
+        f" {postgres[1] * per_process / 1e3:.2f} of a core per API process to give it."
+    )
+    lines = [
+        f"{kind}: requests/s ratio (treasury / floor) {measured:.2f}"
+        + (
+            f" (goal >= {RECIPIENTS_GOAL}) {verdict(measured, RECIPIENTS_GOAL)}"
+            if kind == "recipients"
+            else ""
+        )
+        + note,
+        f"{kind}: API CPU per request {api[1]:.2f} ms vs floor {api[0]:.2f} ms: {cpu_ratio:.2f}x"
+        + (
+            f" (goal <= {CPU_GOAL}) {'met' if cpu_ratio <= CPU_GOAL else 'NOT met'}"
+            if kind == "recipients"
+            else ""
+        ),
+        f"{kind}: PostgreSQL round trips per request {census[1].round_trips} vs floor {census[0].round_trips}",
+    ]
+    return lines
+
+
+def anvil_chain(stack: ExitStack) -> dict[str, Any]:
+    """An anvil node with the contracts (stopped with `stack`): the on-ramps' chain."""
     from treasury.anvil import deploy_contracts, start_anvil
 
     node = stack.enter_context(start_anvil())
-    chain = deploy_contracts(node.url)
-    sides = [onramps(1, chain), onramps(2, chain)]
-    print("\n=== On-ramps created (POST /v1/transfers): 2 API processes vs 1 ===")
-    run_rounds(sides, workdir, args)
-    print()
-    print(report(sides, args.rounds))
-    measured = ratio(sides[1], sides[0])
-    invalid = print_failures(sides)
-    print()
-    for line in explain_processes(sides[0], sides[1], measured):
-        print(line)
-    note = " INVALID: failures or missing rows (see above)" if invalid else ""
-    return (
-        f"ratio processes (2 vs 1): {measured:.2f} (goal >= {SCALE_GOAL})"
-        f" {verdict(measured, SCALE_GOAL)}{note}"
-    )
-
-
-def recipients_figure(workdir: Path, args: argparse.Namespace) -> str:
-    sides = [recipients("bare"), recipients("treasury")]
-    print(
-        "\n=== POST /v1/recipients: treasury vs a bare Flask + psycopg insert,"
-        " one gunicorn worker each ==="
-    )
-    run_rounds(sides, workdir, args)
-    print()
-    print(report(sides, args.rounds))
-    measured = ratio(sides[1], sides[0])
-    invalid = print_failures(sides)
-    note = " INVALID: failures or missing rows (see above)" if invalid else ""
-    return (
-        f"ratio recipients (treasury / bare): {measured:.2f} (goal >= {RECIPIENTS_GOAL})"
-        f" {verdict(measured, RECIPIENTS_GOAL)}{note}"
-    )
+    return deploy_contracts(node.url)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -704,18 +787,15 @@ def main(argv: list[str] | None = None) -> int:
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=args.dir)))
         stack.callback(lambda: redis.Redis.from_url(args.redis).flushdb())
-        figures: list[tuple[str, Callable[[], str]]] = [
-            ("processes", lambda: processes_figure(stack, workdir, args)),
-            ("recipients", lambda: recipients_figure(workdir, args)),
-        ]
-        for name, figure in figures:
-            if args.only not in (None, name):
+        for kind in ("recipients", "onramps"):
+            if args.only not in (None, kind):
                 continue
             try:
-                results.append(figure())
+                chain = None if kind == "recipients" else anvil_chain(stack)
+                results += figure(kind, chain, workdir, args)
             except Exception:  # a measurement exits 0: say what broke, go on
                 traceback.print_exc()
-                results.append(f"ratio {name}: NOT MEASURED (error above)")
+                results.append(f"{kind}: NOT MEASURED (error above)")
     print()
     for line in results:
         print(line)

@@ -1,6 +1,6 @@
 """What a PostgreSQL connection sends: statements and round trips, counted by the
-connection's own cursors (a pipeline, however many statements it carries, is one round
-trip). For tests and benchmarks that pin or print a request's cost::
+connection's own cursors (a query message, or a pipeline, however many statements it
+carries, is one round trip; each answer it gives is a statement). For tests and benchmarks that pin or print a request's cost::
 
     census = Census()
     storage = PostgresStorage(url, connection_class=census.connection_class())
@@ -39,6 +39,12 @@ class Census:
                 if not getattr(self.connection, "piped", False):
                     census.round_trips += 1
                 return super().execute(query, params, **kwargs)
+
+            def nextset(self) -> bool | None:
+                found = super().nextset()
+                if found:  # another statement of the same message
+                    census.statements.append(f"(statement {len(census.statements) + 1})")
+                return found
 
         class CountingConnection(psycopg.Connection[Any]):
             def __init__(self, *args: Any, **kwargs: Any) -> None:

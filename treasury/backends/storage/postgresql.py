@@ -33,10 +33,10 @@ _STREAMS = itertools.count()  # names of server-side cursors, unique in the proc
 
 class _Tx(Transaction):
     """One transaction's cursor. Its opening ``BEGIN`` and its named locks, whose answers
-    nobody reads, wait in `_queued` and go with its next statement in one pipeline (one
-    round trip for all of them); the server runs them in order, so each lock is held
-    before that statement runs. A transaction that sent no statement never began: its
-    end costs nothing."""
+    nobody reads, wait in `_queued` and go with its next statement in one query message
+    (one round trip for all of them, their values bound by psycopg on this side); the
+    server runs them in order, so each lock is held before that statement runs. A
+    transaction that sent no statement never began: its end costs nothing."""
 
     paramstyle = "format"
     skip_locked = " FOR UPDATE SKIP LOCKED"
@@ -57,24 +57,25 @@ class _Tx(Transaction):
     def _stream(self, sql: str, params: Params, size: int) -> Iterator[list[Row]]:
         """From a server-side cursor of this transaction, `size` rows per round trip."""
         name = f"treasury_stream_{next(_STREAMS)}"
-        with self._translated(), self._conn.pipeline():  # the queued BEGIN (and locks)
-            for before in self._take_queued():
-                self._conn.execute(*before)
+        if self._queued:
+            self._sent(*self._queued.pop())  # the queued BEGIN (and locks) first
         with self._translated(), self._conn.cursor(name, row_factory=dict_row) as rows:
             rows.execute(sql, params)
             while chunk := rows.fetchmany(size):
                 yield chunk
 
     def _sent(self, sql: str, params: Params) -> psycopg.Cursor[Row]:
-        """Run a statement, after the queued ones, in one round trip."""
+        """Run a statement, after the queued ones, in one round trip; its answer."""
         queued = self._take_queued()
         with self._translated():
             if not queued:
                 return self._cursor.execute(sql, params)
-            with self._conn.pipeline():
-                for before in queued:
-                    self._conn.execute(*before)
-                return self._cursor.execute(sql, params)
+            bound = psycopg.ClientCursor(self._conn)
+            text = "; ".join(bound.mogrify(*each) for each in [*queued, (sql, params)])
+            cursor = self._cursor.execute(text.encode(), prepare=False)
+            while cursor.nextset():  # to the last statement's answer
+                pass
+            return cursor
 
     def _take_queued(self) -> list[tuple[str, Params]]:
         queued, self._queued, self.began = self._queued, [], True
