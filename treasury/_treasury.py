@@ -1,15 +1,22 @@
 """`Treasury`: the framework-agnostic core every front end (HTTP, CLI, notebooks) uses;
-`OrganizationHandle`: one organization's operations; `JOBS`: the background work."""
+`OrganizationHandle`: one organization's operations; `JOBS`: the background work.
+
+The handle is the one place a call is authorised and audited: each method of the table
+of operations, reached through it, first needs its operation's scope (`Forbidden`
+otherwise), and a call of an operation that changes state runs as an audited call
+(`treasury._infra.audit.run`): one event, in the transaction of its change."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast
 
-from ._infra import plugins
+from ._infra import audit, plugins
 from ._infra.chains import ChainRegistry, ChainSpec
 from ._infra.clock import Clock, system_clock
 from ._infra.crypto import CUSTODY_KEYS, SecretBox, resolve_master_key
@@ -19,6 +26,8 @@ from ._infra.ratelimit import Quota, RateLimiter
 from ._infra.runtime import Runtime, Scope
 from ._infra.schema import migrate
 from .admin import Admin
+from .admin.scopes import DEFAULT, grants
+from .audit import AuditEvents, BrokenLink, verify_chains
 from .backends.custody.base import Custody, CustodyContext
 from .backends.fiat.base import FiatContext, FiatProvider
 from .backends.storage.base import Storage
@@ -27,7 +36,7 @@ from .bank_accounts import BankAccounts
 from .bank_accounts.operations import finish_registrations
 from .config import Settings
 from .deposits import detect_deposits
-from .errors import AuthenticationError
+from .errors import AuthenticationError, Forbidden
 from .evm.signing import Signer
 from .recipients import Recipients
 from .swaps import Swaps
@@ -47,6 +56,9 @@ from .yields.models import YieldPeriod
 from .yields.publication import publish_yield_periods
 from .yields.snapshots import snapshot_yields
 
+if TYPE_CHECKING:
+    from .operations import Operation
+
 #: The background jobs, in the order a pass runs them. Adding a job is adding an entry.
 JOBS: tuple[Job, ...] = (
     Job("finish_bank_account_registrations", finish_registrations),
@@ -64,10 +76,12 @@ JOBS: tuple[Job, ...] = (
 
 
 G = TypeVar("G")
+T = TypeVar("T")
 
 
 class _Group(Generic[G]):
-    """A resource group of the handle, made on first use (most requests use one)."""
+    """A resource group of the handle, made on first use (most requests use one), its
+    methods guarded by the handle (`_Guarded`)."""
 
     def __init__(self, make: Callable[[Scope], G]) -> None:
         self._make = make
@@ -76,8 +90,53 @@ class _Group(Generic[G]):
         self._name = name
 
     def __get__(self, handle: OrganizationHandle, owner: type | None = None) -> G:
-        group = handle.__dict__[self._name] = self._make(handle.scope)
-        return group
+        group = _Guarded(self._name, self._make(handle.scope), handle)
+        handle.__dict__[self._name] = group
+        return cast(G, group)
+
+
+class _Guarded:
+    """A resource group as the handle gives it out: each of its methods that the table
+    of operations serves runs through `OrganizationHandle.run`; its other public methods
+    need the ``admin`` scope."""
+
+    def __init__(self, name: str, group: object, handle: OrganizationHandle) -> None:
+        self._name, self._group, self._handle = name, group, handle
+
+    def __getattr__(self, attribute: str) -> Any:
+        found = getattr(self._group, attribute)
+        if attribute.startswith("_") or not callable(found):
+            return found
+        operation = _controls().get((self._name, attribute))
+        handle = self._handle
+        if operation is None:
+            handle.require("admin")
+            return found
+
+        @functools.wraps(found)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            return handle.run(operation, lambda: found(*args, **kwargs), path=args)
+
+        return guarded
+
+    def __repr__(self) -> str:
+        return repr(self._group)
+
+
+@functools.cache
+def _controls() -> dict[tuple[str, ...], Operation[Any]]:
+    """Each method of the table of operations (a list's `chunks` too), by its group and
+    name: its operation. Read when first needed (see `_idempotent_operations`)."""
+    from .operations import OPERATIONS
+
+    found: dict[tuple[str, ...], Operation[Any]] = {}
+    for operation in OPERATIONS:
+        if operation.public:
+            continue
+        found.setdefault(operation.method_path, operation)
+        if operation.chunks_path is not None:
+            found.setdefault(operation.chunks_path, operation)
+    return found
 
 
 class OrganizationHandle:
@@ -95,13 +154,64 @@ class OrganizationHandle:
     virtual_account = _Group(VirtualAccountGroup)
     virtual_wallet = _Group(VirtualWalletGroup)
     test_helpers = _Group(TestHelpers)
+    audit_events = _Group(AuditEvents)
 
-    def __init__(self, scope: Scope, api_key_id: str | None = None):
+    def __init__(
+        self,
+        scope: Scope,
+        api_key_id: str | None = None,
+        scopes: Sequence[str] = DEFAULT,
+    ):
         self.scope = scope
         self.id = scope.org_id
         self.user_id = scope.user_id
         self.api_key_id = api_key_id
+        #: What the key may do (`treasury.admin.scopes`); ``admin`` without a key.
+        self.scopes = tuple(scopes)
         self.quota: Quota | None = None  # set by `Treasury.authenticate`
+
+    def require(self, scope: str | None) -> None:
+        """Nothing if the key's scopes grant `scope`, else the 403 naming it."""
+        if scope is not None and not grants(self.scopes, scope):
+            raise Forbidden(scope)
+
+    def run(
+        self,
+        operation: Operation[Any],
+        action: Callable[[], T],
+        *,
+        path: Sequence[Any] | Mapping[str, Any] = (),
+        request_id: str | None = None,
+    ) -> T:
+        """Run `action`, a call of `operation` (an `Operation` of the table) with its
+        `path` parameters, as this handle: its scope checked first, and audited when it
+        changes state (refused calls too). A front end runs its requests through here
+        (with their `request_id`); the groups' methods do too, and within a request
+        they are part of it."""
+        if not operation.mutating or audit.running():  # within a request: part of it
+            self.require(operation.scope)
+            return action()
+        from .operations import object_id_of
+
+        call = audit.Call(
+            runtime=self.scope.runtime,
+            org_id=self.id,
+            actor=audit.ADMIN
+            if self.api_key_id is None
+            else audit.Actor(self.api_key_id, self.user_id),
+            operation=operation.name,
+            object_type=operation.object_type,
+            status=operation.status,
+            request_id=request_id,
+            object_id=object_id_of(operation, path),
+            identify=lambda result: object_id_of(operation, (), result),
+        )
+
+        def checked() -> T:
+            self.require(operation.scope)
+            return action()
+
+        return audit.run(call, checked)
 
     def require_chain(self, chain_id: int) -> None:
         """Nothing if `chain_id` is configured, else the 404 of an unsupported chain."""
@@ -191,7 +301,8 @@ class Treasury:
     def for_api_key(self, secret: str | None) -> OrganizationHandle:
         """The organization a key belongs to; 401-type errors exactly as the specification."""
         key = self.admin.verified(secret)
-        return OrganizationHandle(Scope(self._runtime, key["org_id"], key["user_id"]), key["id"])
+        scope = Scope(self._runtime, key["org_id"], key["user_id"])
+        return OrganizationHandle(scope, key["id"], json.loads(key["scopes"]))
 
     def authenticate(self, secret: str | None, *, client: str = "unknown") -> OrganizationHandle:
         """`for_api_key` plus one request counted (HTTP use): against the key, whose
@@ -210,6 +321,11 @@ class Treasury:
         """Trusted in-process access to an organization, without an API key."""
         self.admin.get_organization(org_id)
         return OrganizationHandle(Scope(self._runtime, org_id, user_id))
+
+    def verify_audit_log(self) -> tuple[int, BrokenLink | None]:
+        """Check every organization's audit chain: the number of events checked and the
+        first broken link (None when every chain holds)."""
+        return verify_chains(self._runtime.storage)
 
     def close_yield_period(self, chain_id: int | None = None) -> YieldPeriod | None:
         """Try a distribution now, on a chain that can mint (default: the primary chain):

@@ -8,6 +8,7 @@ back into the same class with `error_class`::
     TreasuryError                      500  base class; .status .message .details .headers
     ├── ValidationError                400  invalid input; .details["fields"] lists each field
     ├── AuthenticationError            401  API key required / Unauthorized / API key expired
+    ├── Forbidden                      403  the key lacks the operation's scope (.required_scope)
     ├── NotFound                       404  unknown resource, or another organization's
     ├── MethodNotAllowed               405  .allow: the methods the path takes (header Allow)
     ├── Conflict                       409  duplicate resource (recipient, tracked wallet)
@@ -27,6 +28,7 @@ from typing import Any, ClassVar
 __all__ = [
     "AuthenticationError",
     "Conflict",
+    "Forbidden",
     "IdempotencyInFlight",
     "IdempotencyKeyReused",
     "MethodNotAllowed",
@@ -116,6 +118,21 @@ class ValidationError(TreasuryError):
 class AuthenticationError(TreasuryError):
     status = 401
     default_message = "Unauthorized"
+
+
+class Forbidden(TreasuryError):
+    """The API key lacks the scope the operation requires (``details.required_scope``)."""
+
+    status = 403
+    default_message = "Forbidden"
+
+    def __init__(self, required_scope: str, message: str | None = None):
+        super().__init__(message, {"required_scope": required_scope})
+        self.required_scope = required_scope
+
+    @classmethod
+    def rebuild(cls, message: str | None, details: dict[str, Any] | None) -> TreasuryError:
+        return cls(str((details or {}).get("required_scope", "admin")), message)
 
 
 class NotFound(TreasuryError):
@@ -210,6 +227,7 @@ class UpstreamError(TreasuryError):
 _CLASSES: tuple[type[TreasuryError], ...] = (
     ValidationError,
     AuthenticationError,
+    Forbidden,
     NotFound,
     MethodNotAllowed,
     Conflict,
