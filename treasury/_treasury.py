@@ -188,9 +188,12 @@ class OrganizationHandle:
         changes state (refused calls too). A front end runs its requests through here
         (with their `request_id`); the groups' methods do too, and within a request
         they are part of it."""
-        if not operation.mutating or audit.running():  # within a request: part of it
+        if not operation.mutating:
             self.require(operation.scope)
             return action()
+        if audit.running():  # within a request (HTTP): part of its call
+            self.require(operation.scope)
+            return audit.within(action)
         from .operations import object_id_of
 
         call = audit.Call(

@@ -100,6 +100,16 @@ def run(call: Call, action: Callable[[], T]) -> T:
     return result
 
 
+def within(action: Callable[[], T]) -> T:
+    """Run `action` as part of the running call (the method a request runs): its result
+    names the call's object, if nothing named it before."""
+    result = action()
+    call = _current.get()
+    if call is not None and call.object_id is None:
+        call.object_id = call.identify(result)
+    return result
+
+
 def running() -> bool:
     """Whether an audited call is running in this context."""
     return _current.get() is not None
