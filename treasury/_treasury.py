@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 from ._infra import audit, plugins
 from ._infra.chains import ChainRegistry, ChainSpec
@@ -81,7 +82,7 @@ T = TypeVar("T")
 
 class _Group(Generic[G]):
     """A resource group of the handle, made on first use (most requests use one), its
-    methods guarded by the handle (`_Guarded`)."""
+    public methods guarded by the handle (`_guard`)."""
 
     def __init__(self, make: Callable[[Scope], G]) -> None:
         self._make = make
@@ -90,37 +91,37 @@ class _Group(Generic[G]):
         self._name = name
 
     def __get__(self, handle: OrganizationHandle, owner: type | None = None) -> G:
-        group = _Guarded(self._name, self._make(handle.scope), handle)
-        handle.__dict__[self._name] = group
-        return cast(G, group)
+        group = handle.__dict__[self._name] = self._make(handle.scope)
+        for method in _public_methods(type(group)):
+            setattr(group, method, _guard(group, self._name, method, handle))
+        return group
 
 
-class _Guarded:
-    """A resource group as the handle gives it out: each of its methods that the table
-    of operations serves runs through `OrganizationHandle.run`; its other public methods
-    need the ``admin`` scope."""
+def _guard(group: object, name: str, method: str, handle: OrganizationHandle) -> Any:
+    """`group.method` as the handle gives it out (an attribute of the instance, over the
+    class's method): a method of the table of operations runs through
+    `OrganizationHandle.run`; another public method needs the ``admin`` scope."""
+    operation = _controls().get((name, method))
 
-    def __init__(self, name: str, group: object, handle: OrganizationHandle) -> None:
-        self._name, self._group, self._handle = name, group, handle
-
-    def __getattr__(self, attribute: str) -> Any:
-        found = getattr(self._group, attribute)
-        if attribute.startswith("_") or not callable(found):
-            return found
-        operation = _controls().get((self._name, attribute))
-        handle = self._handle
+    @functools.wraps(getattr(group, method))
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        bound = getattr(type(group), method).__get__(group)
         if operation is None:
             handle.require("admin")
-            return found
+            return bound(*args, **kwargs)
+        return handle.run(operation, lambda: bound(*args, **kwargs), path=args)
 
-        @functools.wraps(found)
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            return handle.run(operation, lambda: found(*args, **kwargs), path=args)
+    return guarded
 
-        return guarded
 
-    def __repr__(self) -> str:
-        return repr(self._group)
+@functools.cache
+def _public_methods(group: type) -> tuple[str, ...]:
+    """The public methods of a group's class."""
+    return tuple(
+        name
+        for name in dir(group)
+        if not name.startswith("_") and inspect.isfunction(getattr(group, name))
+    )
 
 
 @functools.cache

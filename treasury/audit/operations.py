@@ -40,7 +40,8 @@ def _page(
     tx: Transaction, org_id: str, after: tuple[Any, Any] | None, limit: int
 ) -> tuple[list[Row], tuple[Any, Any] | None]:
     """Newest first by the chain's sequence number, a seek on the primary key."""
-    sql, args = f"SELECT {_COLUMNS} FROM audit_events WHERE org_id = ?", [org_id]
+    sql = f"SELECT {_COLUMNS} FROM audit_events WHERE org_id = ?"
+    args: list[Any] = [org_id]
     if after is not None:
         sql += " AND seq < ?"
         args.append(int(after[0]))

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .._infra.audit import GENESIS, event_of, hash_of
-from ..backends.storage.base import Storage
+from ..backends.storage.base import Row, Storage
 
 _COLUMNS = "org_id, seq, id, at, actor, operation, object_type, object_id, status, request_id"
 
@@ -38,9 +38,7 @@ def verify_chains(storage: Storage) -> tuple[int, BrokenLink | None]:
             row["org_id"]: row
             for row in tx.query("SELECT org_id, seq, hash FROM audit_heads ORDER BY org_id")
         }
-        orgs = sorted(
-            set(heads) | {row["org_id"] for row in tx.query(_ORGS)},
-        )
+        orgs = sorted(set(heads) | {row["org_id"] for row in tx.query(_ORGS)})
         for org_id in orgs:
             rows = tx.stream(
                 f"SELECT {_COLUMNS}, prev_hash, hash FROM audit_events WHERE org_id = ?"
@@ -66,12 +64,12 @@ def verify_chains(storage: Storage) -> tuple[int, BrokenLink | None]:
 _ORGS = "SELECT DISTINCT org_id FROM audit_events"
 
 
-def _each(chunks: Iterator[list[dict[str, object]]]) -> Iterator[dict[str, object]]:
+def _each(chunks: Iterator[list[Row]]) -> Iterator[Row]:
     for chunk in chunks:
         yield from chunk
 
 
-def _link(row: dict[str, object], seq: int, previous: str) -> str | None:
+def _link(row: Row, seq: int, previous: str) -> str | None:
     """What is wrong with one event given the number and hash it must follow, or None."""
     if row["seq"] != seq:
         return f"expected event #{seq} here: events missing or reordered"
