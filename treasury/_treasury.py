@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast
 
 from ._infra import audit, plugins
 from ._infra.chains import ChainRegistry, ChainSpec
@@ -92,7 +92,7 @@ class _Group(Generic[G]):
 
     def __get__(self, handle: OrganizationHandle, owner: type | None = None) -> G:
         group = handle.__dict__[self._name] = self._make(handle.scope)
-        for method in _public_methods(type(group)):
+        for method in _public_methods(type(cast(object, group))):
             setattr(group, method, _guard(group, self._name, method, handle))
         return group
 
