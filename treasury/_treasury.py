@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 from ._infra import audit, plugins
 from ._infra.chains import ChainRegistry, ChainSpec
@@ -92,7 +92,7 @@ class _Group(Generic[G]):
 
     def __get__(self, handle: OrganizationHandle, owner: type | None = None) -> G:
         group = handle.__dict__[self._name] = self._make(handle.scope)
-        for method in _public_methods(type(cast(object, group))):
+        for method in _public_methods(type(group)):
             setattr(group, method, _guard(group, self._name, method, handle))
         return group
 
@@ -114,14 +114,19 @@ def _guard(group: object, name: str, method: str, handle: OrganizationHandle) ->
     return guarded
 
 
-@functools.cache
+_PUBLIC_METHODS: dict[type, tuple[str, ...]] = {}
+
+
 def _public_methods(group: type) -> tuple[str, ...]:
-    """The public methods of a group's class."""
-    return tuple(
-        name
-        for name in dir(group)
-        if not name.startswith("_") and inspect.isfunction(getattr(group, name))
-    )
+    """The public methods of a group's class (found once per class)."""
+    found = _PUBLIC_METHODS.get(group)
+    if found is None:
+        found = _PUBLIC_METHODS[group] = tuple(
+            name
+            for name in dir(group)
+            if not name.startswith("_") and inspect.isfunction(getattr(group, name))
+        )
+    return found
 
 
 @functools.cache
