@@ -72,6 +72,7 @@ class Call:
     #: Else its object's id, read from the call's result.
     identify: Callable[[Any], str | None] = lambda result: None
     event_id: str | None = None  # once its event is appended
+    event_seq: int | None = None  # its number in the organization's chain
 
 
 _current: ContextVar[Call | None] = ContextVar("treasury_audit_call", default=None)
@@ -127,7 +128,7 @@ def record(tx: Transaction, result: Any = None) -> None:
 
 
 def _append_call(tx: Transaction, call: Call, object_id: str | None, status: int) -> None:
-    call.event_id = append(
+    call.event_id, call.event_seq = append(
         tx,
         call.runtime,
         call.org_id,
@@ -147,7 +148,8 @@ def _refused(call: Call, error: Exception) -> None:
     storage = call.runtime.storage
     try:
         if call.event_id is not None and storage.read_one(
-            "SELECT 1 AS found FROM audit_events WHERE id = ?", (call.event_id,)
+            "SELECT 1 AS found FROM audit_events WHERE org_id = ? AND seq = ? AND id = ?",
+            (call.org_id, call.event_seq, call.event_id),
         ):
             return
         with storage.transaction() as tx:
@@ -167,8 +169,8 @@ def append(
     object_id: str | None,
     status: int,
     request_id: str | None = None,
-) -> str:
-    """Append one event to `org_id`'s chain in `tx`; its id. Holds the organization's
+) -> tuple[str, int]:
+    """Append one event to `org_id`'s chain in `tx`; its id and number. Holds the organization's
     head (locked in PostgreSQL) until `tx` ends: make it the transaction's last write."""
     head = tx.one(
         "INSERT INTO audit_heads (org_id, seq, hash) VALUES (?, 1, ?)"
@@ -208,7 +210,7 @@ def append(
         ),
     )
     tx.execute("UPDATE audit_heads SET hash = ? WHERE org_id = ?", (digest, org_id))
-    return str(event["id"])
+    return str(event["id"]), int(head["seq"])
 
 
 def event_of(row: Row) -> dict[str, Any]:

@@ -520,7 +520,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             """CREATE TABLE audit_events (
                 org_id TEXT NOT NULL REFERENCES organizations(id),
                 seq BIGINT NOT NULL,
-                id TEXT NOT NULL UNIQUE,
+                id TEXT NOT NULL,
                 at TEXT NOT NULL,
                 actor TEXT NOT NULL,
                 operation TEXT NOT NULL,
