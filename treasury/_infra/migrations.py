@@ -513,6 +513,18 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         ],
     ),
     (
+        14,
+        "fiat onboarding: each organization's provider status and hosted KYB link; the"
+        " fiat job's cursor over the provider's transfers updated since its last pass",
+        [
+            "ALTER TABLE organizations ADD COLUMN onboarding_status TEXT",
+            "ALTER TABLE organizations ADD COLUMN onboarding_url TEXT",
+            """CREATE TABLE fiat_cursor (
+                name TEXT PRIMARY KEY,
+                position TEXT NOT NULL)""",
+        ],
+    ),
+    (
         15,
         "scopes on API keys (earlier keys keep admin); the audit log and its chain heads",
         [
