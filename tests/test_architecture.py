@@ -37,6 +37,7 @@ OWNED = {
     "yields": {"yield_snapshots", "yield_balances", "yield_periods", "yield_leaves"},
     "webhooks": {"webhooks", "webhook_deliveries", "webhook_attempts", "webhook_resends", "events"},
     "policy": {"policies"},
+    "audit": {"audit_events", "audit_heads"},
 }
 #: Every table the migrations create.
 TABLES = {

@@ -114,6 +114,7 @@ def samples(live: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
         "balances.get": ("GET", f"/v1/{CHAIN}/balances/{wallet.address}", {}),
         "yields.estimate": ("GET", f"/v1/{CHAIN}/yield/estimate?address={wallet.address}", {}),
         "yields.get": ("GET", f"/v1/{CHAIN}/yield?address={wallet.address}", {}),
+        "audit_events.list": ("GET", "/v1/audit-events?limit=5", {}),
         "test_helpers.faucet": ("POST", f"/v1/test-helpers/{CHAIN}/faucet", {"json": {"address": wallet.address, "token": "USDC", "amount": "2"}}),
     }  # fmt: skip
 

@@ -8,7 +8,7 @@ back into the same class with `error_class`::
     TreasuryError                      500  base class; .status .message .details .headers
     ├── ValidationError                400  invalid input; .details["fields"] lists each field
     ├── AuthenticationError            401  API key required / Unauthorized / API key expired
-    ├── Forbidden                      403  the key may not do this (four-eyes, scopes)
+    ├── Forbidden                      403  the key may not do this: a scope it lacks (.required_scope), four-eyes
     ├── NotFound                       404  unknown resource, or another organization's
     ├── MethodNotAllowed               405  .allow: the methods the path takes (header Allow)
     ├── Conflict                       409  duplicate resource (recipient, tracked wallet)
@@ -126,8 +126,21 @@ class AuthenticationError(TreasuryError):
 
 
 class Forbidden(TreasuryError):
+    """The API key may not do this: it lacks the operation's scope
+    (``details.required_scope``), or a rule of the policy refuses it (four-eyes)."""
+
     status = 403
     default_message = "Forbidden"
+
+    def __init__(self, message: str | None = None, *, required_scope: str | None = None):
+        details = None if required_scope is None else {"required_scope": required_scope}
+        super().__init__(message, details)
+        self.required_scope = required_scope
+
+    @classmethod
+    def rebuild(cls, message: str | None, details: dict[str, Any] | None) -> TreasuryError:
+        scope = (details or {}).get("required_scope")
+        return cls(message, required_scope=None if scope is None else str(scope))
 
 
 class NotFound(TreasuryError):

@@ -9,6 +9,11 @@ own (``"wallets.create"``). The HTTP blueprint is generated from this table, the
 idempotency fingerprint uses the name, and the OpenAPI document and the typed client
 read it too; no other module repeats a path or a status.
 
+Each operation requires a scope of the API key (`scope`: ``read``, ``payments``,
+``approve`` or ``admin``), given by DESIGN's rule (`scope_by_rule`) unless a row says
+otherwise; the organization's handle checks it before anything else. Every operation
+whose method is not GET changes state (`mutating`): each call appends one audit event.
+
 One method and path may be two operations when a query parameter selects the second
 (`selected_by`): ``GET /yield/artifacts`` lists, and with ``periodId`` answers one period.
 
@@ -21,6 +26,7 @@ it: path parameters in order, then the body, then query parameters and
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -44,6 +50,8 @@ from ._infra.models import (
 )
 from ._infra.validation import field_errors, value_errors
 from ._records.transactions import TxHash
+from .admin.scopes import ApiScope
+from .audit import AuditEvent, AuditEvents
 from .balances import Balances, TokenBalance
 from .bank_accounts import BankAccount, BankAccountRow, BankAccounts, CreateBankAccount
 from .errors import ValidationError
@@ -90,6 +98,8 @@ PATH_PARAM = re.compile(r"\{(\w+)\}")  # a parameter in a path: ``{name}``
 class Handle(Protocol):
     """What an organization's operations run on: its handle (`OrganizationHandle`)."""
 
+    @property
+    def audit_events(self) -> AuditEvents: ...
     @property
     def transfers(self) -> Transfers: ...
     @property
@@ -180,6 +190,9 @@ class Operation(Generic[R]):
     #: An answer written as CSV (``text/csv``): the items of `chunks`, one row each.
     csv: CsvTable[Any] | None = None
     summary: str = ""
+    #: The scope an API key needs for it; None in a row: DESIGN's rule (`scope_by_rule`).
+    #: A public operation needs none.
+    scope: ApiScope | None = None
 
     def __post_init__(self) -> None:
         named = tuple(PATH_PARAM.findall(self.path))
@@ -189,6 +202,8 @@ class Operation(Generic[R]):
             raise ValueError(f"{self.name}: give exactly one of runs and runs_public")
         if self.csv is not None and self.chunks is None:
             raise ValueError(f"{self.name}: a CSV answer is written from chunks")
+        if self.scope is None and not self.public:
+            object.__setattr__(self, "scope", scope_by_rule(self.method, self.path))
 
     @property
     def public(self) -> bool:
@@ -196,10 +211,29 @@ class Operation(Generic[R]):
         return self.runs_public is not None
 
     @property
+    def mutating(self) -> bool:
+        """Whether it changes state (every method but GET): each call is audited."""
+        return self.method != "GET"
+
+    @property
+    def object_type(self) -> str:
+        """What its audit events name as their object: its group, singular
+        (``"transfers.create"``: ``"transfer"``)."""
+        group = self.name.partition(".")[0]
+        return group.removesuffix("s")
+
+    @property
     def method_path(self) -> tuple[str, ...]:
         """The attributes its method is reached by from its root (``("transfers",
         "create")``): its name in Python."""
         return cast(_Reached, self.handler(cast(Handle, _Reached()))).path
+
+    @property
+    def chunks_path(self) -> tuple[str, ...] | None:
+        """Like `method_path`, for its `chunks` method (None without one)."""
+        if self.chunks is None:
+            return None
+        return cast(_Reached, self.chunks(cast(Handle, _Reached()))).path
 
     def handler(self, root: Handle | Public) -> Callable[..., R]:
         """The bound method on `root`: an organization's handle, or for a public
@@ -208,6 +242,29 @@ class Operation(Generic[R]):
             return self.runs_public(cast(Public, root))
         assert self.runs is not None
         return self.runs(cast(Handle, root))
+
+
+#: The resources whose every operation needs ``admin``, and those whose changes need
+#: ``payments`` (the first segment of the path after a chain id).
+_ADMIN_ONLY = frozenset({"webhooks", "policy", "audit-events"})
+_PAYMENTS = frozenset(
+    {"wallets", "recipients", "bank-accounts", "transfers", "transactions", "deposit", "withdraw"}
+)
+
+
+def scope_by_rule(method: str, path: str) -> ApiScope:
+    """DESIGN's rule: ``read`` for every GET but those of webhooks, deliveries, policy and
+    the audit log; ``approve`` to approve or reject; ``payments`` for the other changes of
+    wallets, recipients, bank accounts, transfers, transactions and prepare; else ``admin``."""
+    segments = [part for part in path.split("/") if part and part != "{chainId}"]
+    resource = segments[0] if segments else ""
+    if resource in _ADMIN_ONLY:
+        return "admin"
+    if method == "GET":
+        return "read"
+    if segments[-1] in ("approve", "reject"):
+        return "approve"
+    return "payments" if resource in _PAYMENTS else "admin"
 
 
 def invoke(
@@ -247,6 +304,42 @@ def invoke(
     if chunked and operation.chunks is not None:
         return operation.chunks(cast(Handle, root))(*args, **kwargs)
     return operation.handler(root)(*args, **kwargs)
+
+
+def object_id_of(
+    operation: Operation[Any], path: Sequence[Any] | Mapping[str, Any], result: Any = None
+) -> str | None:
+    """The id of the object a call of `operation` acts on, for its audit event: its path's
+    object parameter (the first but a chain id) from `path` (the call's values, in order
+    or by name), else that of its group's other paths read from `result` (a new wallet's
+    ``address``, a new recipient's ``id``), also in a model the result holds."""
+    params = [param.name for param in operation.path_params if not param.chain]
+    if params:
+        index = [param.name for param in operation.path_params].index(params[0])
+        if isinstance(path, Mapping):
+            value = path.get(params[0])
+        else:
+            value = path[index] if len(path) > index else None
+        if value is not None:
+            return str(value)
+    if result is None:
+        return None
+    key = _object_keys().get(operation.name.partition(".")[0], "id")
+    holders = [result, *(v for v in vars(result).values() if isinstance(v, BaseModel))]
+    found = next((getattr(h, key) for h in holders if getattr(h, key, None) is not None), None)
+    return None if found is None else str(found)
+
+
+@functools.cache
+def _object_keys() -> dict[str, str]:
+    """Each group's object parameter: the first path parameter (but a chain id) of its
+    operations (``wallets``: ``address``; ``transactions``: ``hash``)."""
+    keys: dict[str, str] = {}
+    for operation in OPERATIONS:
+        named = [param.name for param in operation.path_params if not param.chain]
+        if named:
+            keys.setdefault(operation.name.partition(".")[0], named[0])
+    return keys
 
 
 def routes() -> list[list[Operation[Any]]]:
@@ -471,6 +564,11 @@ OPERATIONS: tuple[Operation[Any], ...] = (
         "yields.get", "GET", "/{chainId}/yield", YieldEstimate, lambda org: org.yields.estimate,
         query=YieldQuery, path_params=(CHAIN,),
         summary="Yield projection of a c0 balance (same as /yield/estimate)",
+    ),
+    Operation(
+        "audit_events.list", "GET", "/audit-events", Page[AuditEvent],
+        lambda org: org.audit_events.list, query=PageQuery,
+        summary="The organization's audit log, newest first",
     ),
     Operation(
         "test_helpers.faucet", "POST", "/test-helpers/{chainId}/faucet", Funded,

@@ -44,6 +44,7 @@ from ..errors import (
     UpstreamError,
     ValidationError,
 )
+from . import audit
 from .clock import to_text
 from .jobs import Report
 from .models import Replayable
@@ -111,7 +112,9 @@ def run(
     storage = scope.runtime.storage
     if key is None:
         with storage.transaction() as tx:
-            return write(tx)
+            result = write(tx)
+            audit.record(tx, result)
+        return result
     hold = _KeyHold(scope, check_key(key), fingerprint(operation, request, path))
     if look_first and hold.held(storage):
         return hold.replay(storage, result_type)
@@ -120,6 +123,7 @@ def run(
             result = write(tx)
             if not hold.insert(tx, "done", body=result.model_dump_json(), sealed=_secret(result)):
                 raise _Taken()  # rolls the operation back
+            audit.record(tx, result)
         return result
     except _Taken:
         pass
@@ -211,6 +215,7 @@ def finish(runtime: Runtime, org_id: str, ref: str, steps: Upstream[S, R]) -> R:
             " WHERE org_id = ? AND resource = ? AND state = 'in_flight'",
             (body, outcome, org_id, ref),
         )
+        audit.record(tx, result)  # a request's, not a job's (no call runs in a job)
     return result
 
 

@@ -525,6 +525,31 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         ],
     ),
     (
+        15,
+        "scopes on API keys (earlier keys keep admin); the audit log and its chain heads",
+        [
+            """ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT '["admin"]'""",
+            """CREATE TABLE audit_events (
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                seq BIGINT NOT NULL,
+                id TEXT NOT NULL,
+                at TEXT NOT NULL,
+                actor TEXT NOT NULL,
+                operation TEXT NOT NULL,
+                object_type TEXT NOT NULL,
+                object_id TEXT,
+                status INTEGER NOT NULL,
+                request_id TEXT,
+                prev_hash TEXT NOT NULL,
+                hash TEXT NOT NULL,
+                PRIMARY KEY (org_id, seq)){clustered}""",
+            """CREATE TABLE audit_heads (
+                org_id TEXT PRIMARY KEY REFERENCES organizations(id),
+                seq BIGINT NOT NULL,
+                hash TEXT NOT NULL)""",
+        ],
+    ),
+    (
         16,
         "policies per organization; a transfer's approval and its creator",
         [

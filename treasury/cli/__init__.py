@@ -37,6 +37,7 @@ for _command in (
     admin.init,
     admin.orgs,
     admin.keys,
+    admin.audit,
     policy.policy,
     run.serve,
     run.worker,

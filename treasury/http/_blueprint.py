@@ -42,6 +42,7 @@ from ..operations import (
     routes,
     selected,
 )
+from . import _access
 from ._access import AccessLog
 from ._body import json_body
 from ._errors import error_response
@@ -190,12 +191,20 @@ def _view(treasury: Treasury, operations: Sequence[Operation[Any]]) -> Callable[
         if operation.public:
             return _answer(operation, treasury, params)
         org = treasury.authenticate(request.headers.get("x-api-key"), client=_client())
+        request_id, new = _access.request_id(request.environ)
         try:
-            response = _answer(operation, org, params)
+            response = org.run(
+                operation,
+                lambda: _answer(operation, org, params),
+                path=params,
+                request_id=request_id,
+            )
         except Exception as raised:
             response = error_response(raised)
         if org.quota is not None:  # every answer to an authenticated request says it
             response.headers.update(org.quota.headers)
+        if new:  # mounted in a host app: no access log sends it
+            response.headers["X-Request-Id"] = request_id
         return response
 
     def _answer(

@@ -38,7 +38,7 @@ _ERROR = {
 _WHY = {
     400: "Invalid input: `details.fields` lists every failing field",
     401: "API key required, unknown or expired",
-    403: "Forbidden: this key may not do this",
+    403: "Forbidden: the key lacks the operation's scope (`details.required_scope`), or four eyes",
     404: "Not found",
     409: "Conflict, or the same Idempotency-Key still in flight (`details.code`)",
     413: "Request body too large",
@@ -133,13 +133,9 @@ def _errors(operation: Operation[Any]) -> list[int]:
         statuses.append(409)  # the chain may lack an address it needs (`Chain.address`)
     if operation.idempotency is not None:
         statuses.append(422)
-    if operation.name in _FORBIDDING:
-        statuses.append(403)
+    if not operation.public:
+        statuses.append(403)  # a key without the operation's scope (and four eyes)
     return sorted(statuses)
-
-
-#: The operations that answer 403 to a key that may not use them.
-_FORBIDDING = frozenset({"transfers.approve", "transfers.reject"})
 
 
 def _error(status: int) -> dict[str, Any]:

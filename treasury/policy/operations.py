@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .._infra import audit
 from .._infra.group import Group
 from .._infra.validation import parse_input
 from .._records import policy
@@ -27,4 +28,5 @@ class Policies(Group):
         rules = request.rules()
         with self._scope.runtime.storage.transaction() as tx:
             policy.write(tx, self._scope.org_id, rules, self._scope.runtime.now_text())
+            audit.record(tx)
         return Policy.of(rules)

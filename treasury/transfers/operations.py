@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from .._infra import audit
 from .._infra.clock import to_text
 from .._infra.group import Group
 from .._infra.idempotency import LEASE, Upstream, WriteAhead
@@ -227,7 +228,9 @@ class Transfers(Group):
             assert row is not None
             if row["approval_status"] != decision:
                 raise Conflict(_undecidable(row["approval_status"], decision))
-        return store.shown(row, runtime.secrets)
+            decided = store.shown(row, runtime.secrets)
+            audit.record(tx, decided)
+        return decided
 
     # -- what each pairing checks and claims ----------------------------------------------
 
