@@ -190,7 +190,7 @@ def append(
         "prevHash": head["hash"],
     }
     digest = hash_of(event)
-    tx.execute(
+    tx.send(  # with the commit, where the backend can (no answer is read)
         "INSERT INTO audit_events (org_id, seq, id, at, actor, operation, object_type,"
         " object_id, status, request_id, prev_hash, hash)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -209,7 +209,7 @@ def append(
             digest,
         ),
     )
-    tx.execute("UPDATE audit_heads SET hash = ? WHERE org_id = ?", (digest, org_id))
+    tx.send("UPDATE audit_heads SET hash = ? WHERE org_id = ?", (digest, org_id))
     return str(event["id"]), int(head["seq"])
 
 

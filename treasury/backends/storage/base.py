@@ -74,6 +74,13 @@ class Transaction(ABC):
         """Run a statement that returns rows; each row is a dict by column name."""
         return self._query(self._spelled(sql), params)
 
+    def send(self, sql: str, params: Params = ()) -> None:
+        """Run a write whose answer nobody reads. A backend may hold it and send it with
+        the transaction's next statement or its COMMIT (one round trip for both): the
+        statements still run in order, and its failure still fails the transaction, at
+        the latest when it commits. This one runs it at once."""
+        self.execute(sql, params)
+
     def one(self, sql: str, params: Params = ()) -> Row | None:
         rows = self.query(sql, params)
         return rows[0] if rows else None
@@ -93,7 +100,9 @@ class Transaction(ABC):
 
     @abstractmethod
     def lock(self, name: str) -> None:
-        """Hold a named lock until this transaction ends (serialises writers of `name`)."""
+        """Hold a named lock until this transaction ends (serialises writers of `name`).
+        A backend may send it with the transaction's next statement: it is held before
+        that statement runs."""
 
     @abstractmethod
     def _execute(self, sql: str, params: Params) -> int:

@@ -32,11 +32,12 @@ _STREAMS = itertools.count()  # names of server-side cursors, unique in the proc
 
 
 class _Tx(Transaction):
-    """One transaction's cursor. Its opening ``BEGIN`` and its named locks, whose answers
-    nobody reads, wait in `_queued` and go with its next statement in one query message
-    (one round trip for all of them, their values bound by psycopg on this side); the
-    server runs them in order, so each lock is held before that statement runs. A
-    transaction that sent no statement never began: its end costs nothing."""
+    """One transaction's cursor. Its opening ``BEGIN``, its named locks and its writes
+    sent with `send`, whose answers nobody reads, wait in `_queued` and go with its next
+    statement, or its COMMIT, in one query message (one round trip for all of them, their
+    values bound by psycopg on this side); the server runs them in order, so each lock is
+    held before that statement runs. A transaction that sent no statement never began:
+    its end costs nothing."""
 
     paramstyle = "format"
     skip_locked = " FOR UPDATE SKIP LOCKED"
@@ -46,6 +47,7 @@ class _Tx(Transaction):
         self._cursor = conn.cursor()  # one per transaction: its statements run one by one
         self._queued: list[tuple[str, Params]] = []
         self.began = False  # whether a statement reached the server
+        self._writes = False  # whether a write waits in `_queued`
 
     def _execute(self, sql: str, params: Params) -> int:
         return self._sent(sql, params).rowcount
@@ -70,23 +72,40 @@ class _Tx(Transaction):
         with self._translated():
             if not queued:
                 return self._cursor.execute(sql, params)
-            bound = psycopg.ClientCursor(self._conn)
-            text = "; ".join(bound.mogrify(*each) for each in [*queued, (sql, params)])
-            cursor = self._cursor.execute(text.encode(), prepare=False)
-            while cursor.nextset():  # to the last statement's answer
-                pass
-            return cursor
+            return self._together([*queued, (sql, params)])
+
+    def _together(self, statements: list[tuple[str, Params]]) -> psycopg.Cursor[Row]:
+        """Statements in one query message; the answer of the last."""
+        bound = psycopg.ClientCursor(self._conn)
+        text = "; ".join(bound.mogrify(*each) for each in statements)
+        cursor = self._cursor.execute(text.encode(), prepare=False)
+        while cursor.nextset():  # to the last statement's answer
+            pass
+        return cursor
 
     def _take_queued(self) -> list[tuple[str, Params]]:
-        queued, self._queued, self.began = self._queued, [], True
+        queued, self._queued, self.began, self._writes = self._queued, [], True, False
         return queued
 
     def queue(self, sql: str, params: Params = ()) -> None:
         """A statement whose answer is not read, sent with the next one."""
         self._queued.append((sql, params))
 
+    def send(self, sql: str, params: Params = ()) -> None:
+        self.queue(self._spelled(sql), params)
+        self._writes = True
+
     def end(self, sql: str) -> None:
-        """COMMIT or ROLLBACK, if the transaction began; locks still queued are moot."""
+        """COMMIT (with the writes still queued) or ROLLBACK, if the transaction began;
+        locks still queued are moot."""
+        if sql == "COMMIT" and self._writes:
+            try:
+                with self._translated():
+                    self._together([*self._take_queued(), (sql, ())])
+            except BaseException:
+                self._cursor.execute("ROLLBACK")  # the message stopped at its failure
+                raise
+            return
         self._queued = []
         if self.began:
             self._cursor.execute(sql)
