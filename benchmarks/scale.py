@@ -743,8 +743,9 @@ def figure(
         f"Projection, not a measurement: one API process does at most {per_process:,.0f}"
         f" {kind}/s on a core of its own ({api[1]:.2f} ms of CPU each); N processes on N"
         f" free cores, N x that ({', '.join(f'{n}: {n * per_process:,.0f}/s' for n in (2, 4, 8))}),"
-        f" while PostgreSQL, at {postgres[1]:.2f} ms of CPU a request, has"
-        f" {postgres[1] * per_process / 1e3:.2f} of a core per API process to give it."
+        f" if PostgreSQL (at {postgres[1]:.2f} ms of CPU a request: "
+        f"{postgres[1] * per_process / 1e3:.2f} of a core per busy API process) and Redis"
+        " have cores of their own to keep up."
     )
     lines = [
         f"{kind}: requests/s ratio (treasury / floor) {measured:.2f}"
