@@ -13,6 +13,7 @@ from eth_account import Account
 from web3 import Web3
 
 from treasury.backends.chain import ChainConfig
+from treasury.backends.chain._deploy import DECIMALS
 from treasury.backends.chain.base import Reverted
 from treasury.backends.chain.devnet import DevnetChain
 from treasury.errors import UpstreamError
@@ -22,7 +23,8 @@ from treasury.testing.chain import ChainSuite, Fund, balance_of
 
 @pytest.fixture(scope="module")
 def devnet() -> Iterator[DevnetChain]:
-    chain = DevnetChain.from_config(ChainConfig(31337, "devnet://"))
+    """The devnet with its default c0 of 18 decimals (named: a run may change the default)."""
+    chain = DevnetChain.from_config(ChainConfig(31337, "devnet://?c0_decimals=18"))
     yield chain
     chain.close()
 
@@ -37,11 +39,74 @@ class TestDevnetChain(ChainSuite):
         return devnet.faucet
 
 
+@pytest.fixture(scope="module")
+def six() -> Iterator[DevnetChain]:
+    """A devnet whose c0 has 6 decimals, as M0's extensions."""
+    chain = DevnetChain.from_config(ChainConfig(31337, "devnet://?c0_decimals=6"))
+    yield chain
+    chain.close()
+
+
+class TestDevnetChainWithSixDecimalC0(ChainSuite):
+    @pytest.fixture
+    def chain(self, six: DevnetChain) -> DevnetChain:
+        return six
+
+    @pytest.fixture
+    def fund(self, six: DevnetChain) -> Fund:
+        return six.faucet
+
+
+def test_c0_decimals_from_the_url_or_the_chain_table(six: DevnetChain) -> None:
+    assert six.c0_decimals == 6
+    assert DevnetChain().c0_decimals == DECIMALS["c0"]  # the default table's (18)
+    table = ChainConfig.parse(31337, {"url": "devnet://", "c0_decimals": 6})
+    assert DevnetChain.from_config(table).c0_decimals == 6
+    owner = Account.create().address
+    six.faucet(owner, "c0", "2.5")
+    assert balance_of(six, "c0", owner) == 2_500_000
+    with pytest.raises(ValueError, match="more than 6 decimal places"):
+        six.faucet(owner, "c0", "0.0000001")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("devnet://?c0_decimals=5", "from 6 to 18, got 5"),
+        ("devnet://?c0_decimals=19", "from 6 to 18, got 19"),
+        ("devnet://?c0_decimals=six", "must be one whole number"),
+        ("devnet://?c0_decimals=6&c0_decimals=18", "must be one whole number"),
+        ("devnet://?decimals=6", "unknown devnet:// URL settings: decimals"),
+        ({"url": "devnet://", "c0_decimals": "6"}, "must be a whole number, got '6'"),
+        ({"url": "devnet://?c0_decimals=6", "c0_decimals": 18}, "6 in the URL but 18"),
+        ({"url": "http://127.0.0.1:1", "c0_decimals": 6}, "c0_decimals is a setting of devnet"),
+    ],
+)
+def test_c0_decimals_refused(spec: str | dict, message: str) -> None:
+    from treasury.backends.chain.rpc import RpcChain
+
+    with pytest.raises(ValueError, match=message):
+        config = ChainConfig.parse(31337, spec)
+        backend = DevnetChain if config.url.startswith("devnet") else RpcChain
+        backend.from_config(config)
+
+
+def test_a_chain_file_keeps_the_decimals_it_was_deployed_with(tmp_path) -> None:
+    path = str(tmp_path / "t.chain")
+    DevnetChain(state_path=path, c0_decimals=6).close()
+    again = DevnetChain(state_path=path)  # no setting: the file's
+    assert again.c0_decimals == 6
+    again.close()
+    with pytest.raises(ValueError, match="has a c0 of 6 decimals, not 18"):
+        DevnetChain(state_path=path, c0_decimals=18)
+    DevnetChain.from_config(ChainConfig(31337, f"devnet:///{path}?c0_decimals=6")).close()
+
+
 def test_faucet_amounts_are_exact(devnet: DevnetChain) -> None:
     owner = Account.create().address
     devnet.faucet(owner, "USDC", "250.5")
     devnet.faucet(owner, "USDT", Decimal("0.000001"))
-    devnet.faucet(owner, "c0", "1.000000000000000001")
+    devnet.faucet(owner, "c0", "1.000000000000000001")  # 18 decimals
     devnet.faucet(owner, "ETH", "2")
     assert balance_of(devnet, "USDC", owner) == 250_500_000
     assert balance_of(devnet, "USDT", owner) == 1

@@ -53,7 +53,9 @@ class ChainConfig:
     counts; None leaves it to the backend (`Chain.confirmations`: 12 on a node, 0 on a
     test chain, which mines on demand). `state_path` is where a chain that runs inside
     the process keeps its state (the devnet's blocks; `Treasury.open` sets it beside a
-    SQLite store); None keeps it in memory.
+    SQLite store); None keeps it in memory. `c0_decimals` is for a chain that deploys
+    its own contracts (the devnet): the decimals its c0 gets (None: 18); every other
+    chain's c0 answers its own.
     """
 
     chain_id: int
@@ -63,11 +65,12 @@ class ChainConfig:
     minter_key: str | None = field(default=None, repr=False)
     state_path: str | None = None
     confirmations: int | None = None
+    c0_decimals: int | None = None
 
     @classmethod
     def parse(cls, chain_id: int, spec: str | Mapping[str, Any] | ChainConfig) -> ChainConfig:
         """From a URL, or a mapping ``{"url": ..., "addresses": {...}, "tokens": [...]}``
-        (also ``minter_key`` and ``confirmations``)."""
+        (also ``minter_key``, ``confirmations`` and ``c0_decimals``)."""
         if isinstance(spec, ChainConfig):
             return spec
         if isinstance(spec, str):
@@ -76,7 +79,8 @@ class ChainConfig:
         unknown = set(addresses) - set(ADDRESS_KEYS)
         if unknown:
             raise ValueError(f"unknown chain address keys: {', '.join(sorted(unknown))}")
-        unknown = set(spec) - {"url", "addresses", "tokens", "minter_key", "confirmations"}
+        settings = {"url", "addresses", "tokens", "minter_key", "confirmations", "c0_decimals"}
+        unknown = set(spec) - settings
         if unknown:
             raise ValueError(f"unknown chain settings: {', '.join(sorted(unknown))}")
         tokens = tuple(str(t).lower() for t in spec.get("tokens", ()))
@@ -84,6 +88,9 @@ class ChainConfig:
         confirmations = spec.get("confirmations")
         if confirmations is not None and (type(confirmations) is not int or confirmations < 0):
             raise ValueError(f"confirmations must be a whole number >= 0, got {confirmations!r}")
+        c0_decimals = spec.get("c0_decimals")
+        if c0_decimals is not None and type(c0_decimals) is not int:
+            raise ValueError(f"c0_decimals must be a whole number, got {c0_decimals!r}")
         return cls(
             int(chain_id),
             str(spec["url"]),
@@ -91,6 +98,7 @@ class ChainConfig:
             tokens,
             minter and str(minter),
             confirmations=confirmations,
+            c0_decimals=c0_decimals,
         )
 
 
