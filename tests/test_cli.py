@@ -365,6 +365,7 @@ def test_yield_periods_show_and_publish(cwd: Path) -> None:
         org = t.for_organization(t.admin.create_organization("Acme").id)
         wallet = org.wallets.create(label="Ops").address
         t.chain(31337).faucet(wallet, "c0", "500")
+        places = t.decimals(31337, "c0")
         t.run_once()
         now[0] = bounds(period_of(tuesday))[1] + timedelta(minutes=1)
         assert t.run_once()["yield_periods_published"] == 1
@@ -376,7 +377,7 @@ def test_yield_periods_show_and_publish(cwd: Path) -> None:
     assert [leaf["account"] for leaf in shown["leaves"]] == [wallet]
     text = run("yield", "show", week).stdout
     assert "Root 0x" in text and "raw" not in text
-    assert f"{to_units(shown['total'], 18)} c0" in text  # token units, not raw
+    assert f"{to_units(shown['total'], places)} c0" in text  # token units, not raw
     assert "not published" in run("yield", "show", "1", code=1).stderr
     published = run_json("yield", "publish")
     assert published["errors"] == {} and set(published["counts"]) <= {

@@ -114,7 +114,7 @@ def test_a_balance_short_of_the_amount_is_quoted_in_token_units(
     treasury: Treasury, tenant: Tenant
 ) -> None:
     """The wallet holds 372.5 USDC and 1.5 c0: asking for more names both amounts in the
-    token's units, never its raw units (USDC has 6 decimals, c0 18)."""
+    token's units, never its raw units (USDC has 6 decimals, c0 18 or 6)."""
     from .helpers import offramp
 
     org, dev = tenant.org, treasury.chain(CHAIN)

@@ -179,7 +179,7 @@ def test_a_deposit_behind_an_unmined_swap_approves_again(anvil_config, new_stora
         rpc("evm_setAutomine", True)
     t.run_once()
     assert [x.status for x in org.transfers.list().data] == ["completed", "completed"]
-    assert token("c0", BALANCE_OF, wallet) == 12 * 10**18
+    assert token("c0", BALANCE_OF, wallet) == 12 * 10 ** t.decimals(CHAIN, "c0")
     assert token("USDC", BALANCE_OF, wallet) == 8_000_000
     node.close()
     t.close()

@@ -13,6 +13,7 @@ from treasury._treasury import JOBS
 from treasury.anvil import fund
 from treasury.evm.abi import BALANCE_OF
 from treasury.http import create_app
+from treasury.money import to_raw
 from treasury.testing.server import serve
 from treasury.transfers import sweep
 
@@ -112,7 +113,7 @@ def test_the_virtual_wallet_sweeps_usdc_into_c0(env):
     assert (sweep["from"]["currency"], sweep["to"]["currency"]) == ("usdc", "c0")
     assert sweep["from"]["address"] == sweep["to"]["address"] == address
     assert sweep["from"]["amount"] == sweep["to"]["amount"] == "42.5"
-    assert balance("USDC") == 0 and balance("c0") == 42_500_000 * 10**12
+    assert balance("USDC") == 0 and balance("c0") == to_raw("42.5", t.decimals(CHAIN, "c0"))
     assert t.run_once()["sweeps_started"] == 0  # nothing left above the minimum
 
 

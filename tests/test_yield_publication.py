@@ -63,7 +63,8 @@ def test_a_week_of_snapshots_becomes_a_frozen_listed_period(new_storage_url):
     assert summary["yield_snapshots"] == 1 and summary["yield_periods_published"] == 1
 
     accounts = sorted(holders)
-    expected = {a: owed(int(Decimal(holders[a]) * 10**18), apy, end - TUESDAY) for a in accounts}
+    one = 10**chain.c0_decimals  # a whole c0 in raw units
+    expected = {a: owed(int(Decimal(holders[a]) * one), apy, end - TUESDAY) for a in accounts}
     with serve(create_app(t)) as url:
         listed = httpx.get(f"{url}/v1/yield/artifacts")  # public: no key
     assert listed.status_code == 200, listed.text
