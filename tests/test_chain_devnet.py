@@ -331,3 +331,14 @@ def test_a_deployment_cut_short_leaves_a_file_that_starts_afresh(tmp_path, monke
     assert chain.earner_rate_bps() == 415  # deployed whole this time
     assert balance_of(chain, "USDC", chain.addresses["swap_facility"]) >= 10**15
     chain.close()
+
+
+def test_a_treasury_reads_the_devnet_c0_decimals_and_its_file_keeps_them(tmp_path) -> None:
+    from treasury import Treasury
+
+    store = f"sqlite:///{tmp_path / 't.db'}"
+    with Treasury.open(store, master_key="0" * 64, chains={31337: "devnet://?c0_decimals=6"}) as t:
+        assert t.decimals(31337, "c0") == 6 and t.decimals(31337, "USDC") == 6
+    assert (tmp_path / "t.db.chain").exists()
+    with Treasury.open(store, master_key="0" * 64, chains={31337: "devnet://"}) as t:
+        assert t.decimals(31337, "c0") == 6  # the file's, not the default

@@ -210,6 +210,12 @@ def test_worker_refuses_the_in_process_devnet(cwd: Path) -> None:
     assert "treasury devnet" in run("faucet", "0x" + "42" * 20, "1", "ETH", code=1).stderr
 
 
+def test_devnet_refuses_c0_decimals_it_cannot_deploy(cwd: Path) -> None:
+    refused = run("devnet", "--c0-decimals", "5", "--no-write", code=1)  # before anvil starts
+    assert "c0_decimals must be a whole number from 6 to 18, got 5" in refused.stderr
+    assert "Traceback" not in refused.output
+
+
 def test_worker_once_exits_1_when_a_job_failed(cwd: Path) -> None:
     (cwd / "treasury.toml").write_text('[chains.5]\nurl = "http://127.0.0.1:9"\n')
     failed = run("worker", "--once", "--json", code=1)
