@@ -389,3 +389,11 @@ def test_yield_periods_show_and_publish(cwd: Path) -> None:
     assert published["errors"] == {} and set(published["counts"]) <= {
         "yield_snapshots", "yield_periods_published"
     }  # fmt: skip
+
+
+def test_orgs_onboard_starts_the_fiat_onboarding(cwd: Path) -> None:
+    created = run_json("orgs", "create", "Globex")
+    shown = run_json("orgs", "onboard", created["id"])
+    assert shown == {"status": "approved", "url": None}  # the sandbox approves at once
+    assert "Onboarding approved" in run("orgs", "onboard", created["id"]).stdout
+    run("orgs", "onboard", "no-such-org", code=1)

@@ -16,7 +16,7 @@ from treasury._infra.plugins import backend_class, resolve
 from treasury.backends.fiat.base import FiatProvider, OffRamp, OnRamp, ProviderTransfer
 from treasury.backends.fiat.http import API_KEY_ENV, HttpFiat
 from treasury.errors import UpstreamError
-from treasury.testing.fake_provider import FakeProvider, fake_provider
+from treasury.testing.fake_provider import FakeProvider, fake_provider, onboard
 from treasury.testing.fiat import ACCOUNT, OTHER_ACCOUNT, FiatSuite, Settle, new_key
 
 from .conftest import MASTER_KEY
@@ -45,6 +45,10 @@ class TestHttpFiat(FiatSuite):
         provider.close()
 
     @pytest.fixture
+    def approve(self, shared: FakeProvider) -> Callable[[str], None]:
+        return shared.approve
+
+    @pytest.fixture
     def settle(self, arrived: set[str]) -> Settle:
         def send(transfer: ProviderTransfer, request: OffRamp) -> None:
             assert transfer.deposit_address is not None
@@ -69,9 +73,16 @@ def fiat(fake: FakeProvider) -> Iterator[HttpFiat]:
         yield HttpFiat(fake.url, api_key=fake.api_key, client=client)
 
 
+def approved(fiat: HttpFiat, fake: FakeProvider, name: str = "Acme Inc") -> str:
+    """A customer onboarded through its KYB link and approved (the sandbox's simulation)."""
+    started = fiat.start_onboarding(name, idempotency_key=new_key(), email="ops@example.com")
+    fake.approve(started.customer_id)
+    return started.customer_id
+
+
 @pytest.fixture
-def customer(fiat: HttpFiat) -> str:
-    return fiat.create_customer("Acme Inc", idempotency_key=new_key())
+def customer(fiat: HttpFiat, fake: FakeProvider) -> str:
+    return approved(fiat, fake)
 
 
 @pytest.fixture
@@ -217,7 +228,7 @@ def test_the_strict_provider_refuses_another_body_under_a_used_key() -> None:
     """The real provider answers ``not_truly_idempotent``; the plugin surfaces it."""
     with fake_provider(strict_idempotency=True) as strict:
         fiat = HttpFiat(strict.url, api_key=strict.api_key)
-        customer = fiat.create_customer("Acme", idempotency_key=new_key())
+        customer = approved(fiat, strict)
         key = new_key()
         first = fiat.register_external_account(customer, ACCOUNT, idempotency_key=key)
         assert fiat.register_external_account(customer, ACCOUNT, idempotency_key=key) == first
@@ -238,6 +249,7 @@ def test_the_key_is_sent_as_api_key_and_every_post_carries_an_idempotency_key(
     posts, gets = fake.received("POST"), fake.received("GET")
     assert len(posts) == 5 and all(r.headers.get("Idempotency-Key") for r in posts)
     assert gets and not any("Idempotency-Key" in r.headers for r in gets)
+    assert [r.path for r in posts[:2]] == ["/kyc_links", f"/customers/{customer}/external_accounts"]
     assert [r.headers["Idempotency-Key"] for r in posts[2:]] == [
         "k-1", "k-2:wallet", "k-2:virtual-account"
     ]  # fmt: skip
@@ -260,7 +272,7 @@ def test_the_key_never_shows(
     fiat = resolve("fiat", fake.url, FiatProvider)  # by URL, the key from the environment
     assert isinstance(fiat, HttpFiat)
     texts = [repr(fiat), str(vars(fiat))]
-    customer = fiat.create_customer("Acme", idempotency_key=new_key())
+    customer = approved(fiat, fake)
     for arrange in (
         lambda: fake.fail(status=500),
         lambda: fake.refuse(f"echoing {fake.api_key}"),
@@ -299,6 +311,7 @@ def test_a_treasury_runs_its_onramps_through_the_plugin(
     t = Treasury.open(new_storage_url("t.db"), master_key=MASTER_KEY, fiat=fake.url)
     try:
         org = t.admin.create_organization("Acme")
+        onboard(t, org.id, fake)
         acme = t.for_api_key(t.admin.create_api_key(org.id, user_id="u").secret)
         bank = acme.bank_accounts.create(BANK_ACCOUNT).provider_external_account_id
         moved = acme.transfers.create(onramp(bank, address(), "25"), idempotency_key="t")

@@ -17,7 +17,7 @@ from treasury.backends.chain.devnet import DevnetChain
 from treasury.backends.fiat.http import HttpFiat
 from treasury.evm.abi import BALANCE_OF
 from treasury.http import create_app
-from treasury.testing.fake_provider import FakeProvider, fake_provider
+from treasury.testing.fake_provider import FakeProvider, fake_provider, onboard
 from treasury.testing.server import serve
 
 from .conftest import MASTER_KEY, make_tenant
@@ -70,6 +70,7 @@ def env(chain: DevnetChain, new_storage_url) -> Iterator[Env]:
             chains={CHAIN: chain}, clock=lambda: now[0],
         )  # fmt: skip
         tenant = make_tenant(t)
+        onboard(t, tenant.org.id, fake)
         wallet = tenant.org.wallets.create(label="Ops").address
         chain.faucet(wallet, "ETH", "1")
         chain.faucet(wallet, "USDC", "500")

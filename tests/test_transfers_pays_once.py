@@ -22,7 +22,7 @@ from treasury.anvil import deploy_contracts, fund, start_anvil
 from treasury.backends.fiat.http import HttpFiat
 from treasury.errors import IdempotencyInFlight, UpstreamError, ValidationError
 from treasury.evm.abi import BALANCE_OF
-from treasury.testing.fake_provider import FakeProvider, fake_provider
+from treasury.testing.fake_provider import FakeProvider, fake_provider, onboard
 from treasury.testing.forwarder import Forwarder, forwarder, rpc
 
 from .conftest import MASTER_KEY, Tenant, make_tenant, require_anvil
@@ -118,6 +118,7 @@ def env(node: dict[str, Any], new_storage_url) -> Iterator[Env]:
             clock=lambda: now[0],
         )  # fmt: skip
         tenant = make_tenant(t)
+        onboard(t, tenant.org.id, fake)
         wallet = tenant.org.wallets.create(label="Ops").address
         fund(node["url"], node, wallet, "ETH", "1")
         fund(node["url"], node, wallet, "USDC", "10")
@@ -338,6 +339,7 @@ def test_concurrent_transfers_above_the_balance_are_refused_across_two_processes
             for _ in range(2)
         ]
         tenant = make_tenant(processes[0])
+        onboard(processes[0], tenant.org.id, fake)
         wallet = tenant.org.wallets.create(label="Ops").address
         fund(node["url"], node, wallet, "ETH", "1")
         fund(node["url"], node, wallet, "USDC", "10")

@@ -11,7 +11,8 @@ back into the same class with `error_class`::
     ├── NotFound                       404  unknown resource, or another organization's
     ├── MethodNotAllowed               405  .allow: the methods the path takes (header Allow)
     ├── Conflict                       409  duplicate resource (recipient, tracked wallet)
-    │   └── IdempotencyInFlight        409  same Idempotency-Key still being processed
+    │   ├── IdempotencyInFlight        409  same Idempotency-Key still being processed
+    │   └── OnboardingIncomplete       409  the fiat provider has not approved the customer
     ├── PayloadTooLarge                413
     ├── UnsupportedMediaType           415
     ├── IdempotencyKeyReused           422  same Idempotency-Key, different request
@@ -31,6 +32,7 @@ __all__ = [
     "IdempotencyKeyReused",
     "MethodNotAllowed",
     "NotFound",
+    "OnboardingIncomplete",
     "PayloadTooLarge",
     "RateLimited",
     "TreasuryError",
@@ -49,6 +51,9 @@ class TreasuryError(Exception):
     #: Set on errors that share a status with their parent, and carried in
     #: ``details["code"]`` so that a client can tell them apart.
     code: ClassVar[str | None] = None
+    #: An answer of the moment (it changes without the request changing): never kept
+    #: under an Idempotency-Key, so the same request retried later runs afresh.
+    transient: ClassVar[bool] = False
 
     def __init__(self, message: str | None = None, details: dict[str, Any] | None = None):
         self.message = message or self.default_message
@@ -148,6 +153,24 @@ class Conflict(TreasuryError):
 class IdempotencyInFlight(Conflict):
     default_message = "A request with this Idempotency-Key is still in flight; wait and retry"
     code = "idempotency_in_flight"
+
+
+class OnboardingIncomplete(Conflict):
+    """A fiat operation of an organization whose provider customer is not approved yet
+    (DESIGN §3 "Real backends"): ``details`` carries the provider's ``status`` and the
+    hosted ``url`` where the business completes its KYB (None until there is one)."""
+
+    default_message = "fiat onboarding is not complete"
+    transient = True
+
+    def __init__(self, status: str, url: str | None, message: str | None = None):
+        super().__init__(message, {"status": status, "url": url})
+        self.onboarding_status, self.url = status, url
+
+    @classmethod
+    def rebuild(cls, message: str | None, details: dict[str, Any] | None) -> TreasuryError:
+        found = details or {}
+        return cls(str(found.get("status", "")), found.get("url"), message)
 
 
 class PayloadTooLarge(TreasuryError):

@@ -86,8 +86,9 @@ def check_key(key: object) -> str:
 
 
 def stored(error: TreasuryError) -> bool:
-    """Whether an error is an outcome to keep under its key (404, 409, 422, ...)."""
-    return error.status not in NOT_STORED and error.status < 500
+    """Whether an error is an outcome to keep under its key (404, 409, 422, ...; never a
+    transient one, such as fiat onboarding not being complete yet)."""
+    return error.status not in NOT_STORED and error.status < 500 and not error.transient
 
 
 # -- one transaction -----------------------------------------------------------------------

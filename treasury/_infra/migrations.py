@@ -512,4 +512,16 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "CREATE INDEX wallets_by_address ON wallets (address) WHERE deleted_at IS NULL",
         ],
     ),
+    (
+        14,
+        "fiat onboarding: each organization's provider status and hosted KYB link; the"
+        " fiat job's cursor over the provider's transfers updated since its last pass",
+        [
+            "ALTER TABLE organizations ADD COLUMN onboarding_status TEXT",
+            "ALTER TABLE organizations ADD COLUMN onboarding_url TEXT",
+            """CREATE TABLE fiat_cursor (
+                name TEXT PRIMARY KEY,
+                position TEXT NOT NULL)""",
+        ],
+    ),
 ]

@@ -1,6 +1,6 @@
 """Administration: organizations and API keys (the dashboard's side of the service)."""
 
-from .models import ApiKey, CreatedApiKey, Organization
+from .models import ApiKey, CreatedApiKey, FiatOnboarding, Organization
 from .operations import Admin
 
-__all__ = ["Admin", "ApiKey", "CreatedApiKey", "Organization"]
+__all__ = ["Admin", "ApiKey", "CreatedApiKey", "FiatOnboarding", "Organization"]

@@ -13,6 +13,15 @@ class Organization(Resource):
     created_at: datetime
 
 
+class FiatOnboarding(Resource):
+    """Where an organization's onboarding with the fiat provider stands: the provider's
+    status (``approved`` once fiat operations may run) and the hosted KYB page where the
+    business completes it (None where there is none)."""
+
+    status: str
+    url: str | None
+
+
 class ApiKey(Resource):
     """An API key as listed: never its secret."""
 

@@ -10,9 +10,10 @@ from .._infra.clock import to_text
 from .._infra.crypto import hash_secret, same_secret
 from .._infra.models import plain_text
 from .._infra.runtime import Runtime
+from .._records import customers
 from ..backends.storage.base import Row
 from ..errors import AuthenticationError, NotFound, ValidationError
-from .models import ApiKey, CreatedApiKey, Organization
+from .models import ApiKey, CreatedApiKey, FiatOnboarding, Organization
 
 KEY_PREFIX = "trk_"
 _KEY_COLUMNS = "id, org_id, user_id, secret_hash, created_at, expires_at, revoked_at"
@@ -58,6 +59,22 @@ class Admin:
         with self._runtime.storage.read() as tx:
             rows = tx.query("SELECT id, name, created_at FROM organizations ORDER BY created_at")
         return [Organization.model_validate(row) for row in rows]
+
+    def start_onboarding(self, org_id: str, *, email: str | None = None) -> FiatOnboarding:
+        """Create the organization's fiat provider customer through the provider's hosted
+        KYB link (`email`: the business's contact, where the provider asks for one) and
+        return ``{status, url}``; once started, where it stands. Fiat operations of the
+        organization answer 409 until the status is ``approved``."""
+        found = customers.start_onboarding(self._runtime, org_id, email)
+        return FiatOnboarding(status=found.status, url=found.url)
+
+    def onboarding(self, org_id: str) -> FiatOnboarding:
+        """Where the organization's fiat onboarding stands, read again from the provider
+        (``not_started`` before `start_onboarding` or a first fiat operation)."""
+        with self._runtime.storage.read() as tx:
+            known = customers.organization(tx, org_id)
+        found = customers.onboarding(self._runtime, org_id, known, start=False)
+        return FiatOnboarding(status=found.status, url=found.url)
 
     def create_api_key(
         self, org_id: str, *, user_id: str, expires_at: datetime | None = None

@@ -15,6 +15,13 @@ Text = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=256), PlainText
 ]
 
+#: The account owner's name as the provider takes it for ACH: 3 to 35 characters ("For
+#: ach or wire transfers, this field must be at least 3 characters, at most 35
+#: characters", apidocs.bridge.xyz/api-reference/external-accounts, `account_owner_name`).
+OwnerName = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=3, max_length=35), PlainText
+]
+
 
 def aba_checksum_ok(routing_number: str) -> bool:
     """The ABA routing-number check: 3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) ≡ 0 (mod 10)."""
@@ -59,7 +66,7 @@ class CreateBankAccount(Body):
     currency: Literal["usd"]
     bank_name: Text
     business_name: Text
-    account_owner_name: Text
+    account_owner_name: OwnerName
     account_owner_type: Literal["business"]
     checking_or_savings: Literal["checking", "savings"] = "checking"
     account: AccountDetails

@@ -11,7 +11,7 @@ we do not know, and never two for one request.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._infra import idempotency
@@ -83,11 +83,15 @@ class BankAccounts(Group):
             )
             return external_id
 
+        def prepare() -> Callable[[Transaction], str]:
+            provider_customer(scope.runtime, scope.org_id)  # 409 until onboarded
+            return claim
+
         return self._in_two_phases(
             "create",
             idempotency_key,
             request,
-            lambda: claim,
+            prepare,
             _registration(scope.runtime),
             BankAccount,
         )

@@ -87,6 +87,25 @@ def orgs_list(ctx: click.Context) -> None:
     )
 
 
+@orgs.command("onboard")
+@click.argument("org_id")
+@click.option("--email", help="The business's contact email, where the provider asks for one.")
+@command
+@click.pass_context
+def orgs_onboard(ctx: click.Context, org_id: str, email: str | None) -> None:
+    """Start organization ORG_ID's onboarding with the fiat provider (its hosted KYB
+    link), or show where it stands; fiat operations answer 409 until it is approved."""
+    found = open_treasury(ctx).admin.start_onboarding(org_id, email=email)
+    emit(
+        ctx,
+        found.to_json(),
+        lambda: [
+            f"Onboarding {found.status}",
+            *([f"Complete it at {found.url}"] * bool(found.url)),
+        ],
+    )
+
+
 @click.group()
 def keys() -> None:
     """API keys (secrets are shown once, on creation)."""

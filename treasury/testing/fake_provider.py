@@ -1,16 +1,41 @@
 """A fake fiat provider: a threaded HTTP/1.1 server on loopback speaking the subset of
 Bridge's REST API that `treasury.backends.fiat.http.HttpFiat` uses, with its state machine.
 
-``Api-Key`` is checked (401); POSTs need an ``Idempotency-Key``, whose first success per
-endpoint is replayed for the same body; another body is ``not_truly_idempotent``, as
-Bridge documents (``strict_idempotency=False`` replays by the key alone). ``DELETE /transfers/{id}`` cancels one
-that awaits funds. Each ``GET /transfers/{id}``
-moves an open transfer one state like the sandbox, calling ``payout(chain_id, to_address,
-amount) -> tx_hash`` at an on-ramp's ``payment_submitted`` and ``deposit_arrived(chain_id,
-address, amount)`` while an off-ramp awaits funds. Failures apply to the next `times` requests
-matching ``method=`` and ``path=`` (`fnmatch`, below the base): `fail` (5xx) and `refuse` (400)
-do nothing; `stall` does it, then answers later than clients wait; `slow` waits, then answers
-normally; `garble` does it and answers a body that is not JSON.
+Each rule is the provider's, from its API reference (apidocs.bridge.xyz):
+
+* ``Api-Key`` is checked (401). POSTs need an ``Idempotency-Key``; the first success per
+  endpoint is replayed for the same body, another body is ``not_truly_idempotent``
+  (``strict_idempotency=False`` replays by the key alone); "Bridge guarantees idempotent
+  behavior for 24 hours after the initial request ... After the 24-hour window expires,
+  reusing the same Idempotency-Key will result in a 422" (api-reference/introduction/
+  idempotence), by the fake's clock (``clock=``, a seam for tests).
+* Onboarding: ``POST /kyc_links`` (``type``, ``full_name``, ``email`` required) creates a
+  customer that is not approved, with a hosted KYB link (``kyc_link``) and a terms of
+  service link (``tos_link``), "completed before they can be approved" (platform/customers/
+  customers/kyclinks); ``GET /kyc_links?customer_id=`` reads them; ``POST
+  /customers/{c}/simulate_kyc_approval`` approves, as the provider's sandbox does
+  (api-reference/sandbox/simulate-kyc-approval-sandbox-only), as does `approve`. A
+  customer not approved may hold no external account, wallet, virtual account or
+  transfer: 403 (a bare ``POST /customers`` is not approved either).
+* External accounts: ``account_owner_name`` "must be at least 3 characters, at most 35
+  characters" and printable ASCII for ACH (api-reference/external-accounts), else 400.
+* Transfers go ``awaiting_funds`` → ``funds_received`` → ``payment_submitted`` →
+  ``payment_processed`` (platform/orchestration/transfers/transfer-states), one state per
+  read: each ``GET /transfers/{id}`` moves that transfer, each scan of ``GET /transfers``
+  (the list, ``updated_after_ms`` filtered, at most ``limit`` a page, least recently
+  updated first; a scan's further pages follow a full page and ask from a later time)
+  every open one, calling ``payout(chain_id, to_address, amount) -> tx_hash`` at an
+  on-ramp's ``payment_submitted`` and ``deposit_arrived(chain_id, address, amount)`` while
+  an off-ramp awaits funds. `set_state` drives a transfer into any documented state
+  (`STATES`: the refund and error paths too); ``in_review`` and ``missing_return_policy``
+  wait there, the exception paths end. ``DELETE /transfers/{id}`` cancels one that awaits
+  funds. ``GET /customers/{c}/transfers`` lists a customer's, newest first, paged by
+  ``starting_after``.
+
+Failures apply to the next `times` requests matching ``method=`` and ``path=`` (`fnmatch`,
+below the base): `fail` (5xx) and `refuse` (400) do nothing; `stall` does it, then answers
+later than clients wait; `slow` waits, then answers normally; `garble` does it and answers
+a body that is not JSON.
 """
 
 from __future__ import annotations
@@ -24,15 +49,15 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
-__all__ = ["BASE", "FakeProvider", "Received", "fake_provider"]
+__all__ = ["BASE", "STATES", "FakeProvider", "Received", "fake_provider", "onboard"]
 
 #: Path of the API below the server's root (the provider's version prefix).
 BASE = "/v0"
@@ -40,6 +65,25 @@ ROUTING_NUMBER = "101019644"  # passes the ABA checksum
 _CHAINS = {"ethereum": 31337, "base": 8453, "polygon": 137, "arbitrum": 42161, "optimism": 10}
 _NEXT = {"awaiting_funds": "funds_received", "funds_received": "payment_submitted"}
 _NEXT |= {"payment_submitted": "payment_processed"}
+#: Every documented transfer state (platform/orchestration/transfers/transfer-states).
+STATES = (
+    "awaiting_funds",
+    "in_review",
+    "funds_received",
+    "payment_submitted",
+    "payment_processed",
+    "undeliverable",
+    "returned",
+    "missing_return_policy",
+    "refunded",
+    "refund_in_flight",
+    "refund_failed",
+    "canceled",
+    "error",
+)
+#: How long an Idempotency-Key's answer is replayed; after, reusing it is a 422.
+IDEMPOTENCY_WINDOW = timedelta(hours=24)
+_OWNER_NAME = re.compile(r"(?!\s*$)[\x20-\x7E]{3,35}")  # ACH: 3-35 printable ASCII
 _TEXT = re.compile(r"\S.*", re.DOTALL)
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 _DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?")
@@ -87,6 +131,7 @@ class FakeProvider(ThreadingHTTPServer):
         deposit_arrived: Callable[[int, str, str], bool] | None = None,
         chains: Mapping[str, int] | None = None,
         strict_idempotency: bool = True,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.api_key = api_key or "sk-test-" + secrets.token_hex(16)
@@ -95,6 +140,9 @@ class FakeProvider(ThreadingHTTPServer):
         self.deposit_arrived = deposit_arrived or (lambda chain_id, address, amount: True)
         self.chains = dict(chains or _CHAINS)
         self.strict_idempotency = strict_idempotency
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.kyc_links: dict[str, dict[str, Any]] = {}
+        self._scanning, self._since = False, -1  # the list's last page was full, from when
         self.customers: dict[str, dict[str, Any]] = {}
         self.accounts: dict[str, dict[str, Any]] = {}
         self.transfers: dict[str, dict[str, Any]] = {}
@@ -103,7 +151,7 @@ class FakeProvider(ThreadingHTTPServer):
         self.balances: dict[str, Decimal] = {}  # wallet id -> USDB
         self.requests: list[Received] = []
         self._rules: list[_Rule] = []
-        self._replies: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+        self._replies: dict[tuple[str, str], tuple[str, dict[str, Any], datetime]] = {}
         self._lock = threading.RLock()
         self._closing = threading.Event()
 
@@ -138,6 +186,22 @@ class FakeProvider(ThreadingHTTPServer):
         with self._lock:
             return [r for r in self.requests if _matches(r.method, r.path, want)]
 
+    def approve(self, customer_id: str) -> None:
+        """Approve a customer's KYB and terms of service (as the sandbox's simulation)."""
+        with self._lock:
+            self._simulate_kyc_approval({}, customer_id)
+
+    def set_state(self, transfer_id: str, state: str) -> None:
+        """Drive a transfer into a documented state (`STATES`), e.g. a refund path."""
+        if state not in STATES:
+            raise ValueError(f"not a state of the provider: {state}")
+        with self._lock:
+            transfer = self.transfers[transfer_id]
+            transfer["state"], transfer["updated_at"] = state, self._now()
+
+    def _now(self) -> str:
+        return self.clock().isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
     def deposit_to_virtual_account(self, virtual_account_id: str, amount: str) -> None:
         """Simulate a USD deposit at a virtual account: its wallet gets USDB 1:1."""
         with self._lock:
@@ -155,7 +219,8 @@ class FakeProvider(ThreadingHTTPServer):
         self, method: str, target: str, headers: httpx.Headers, raw: bytes, port: int | None
     ) -> tuple[int, dict[str, Any] | str]:
         """The status and body (an object is sent as JSON) of one request."""
-        path = urlsplit(target).path
+        parts = urlsplit(target)
+        path, query = parts.path, {k: v[-1] for k, v in parse_qs(parts.query).items()}
         below = path[len(BASE) :] if path.startswith(BASE + "/") else path
         try:
             body = json.loads(raw) if raw else None
@@ -177,7 +242,8 @@ class FakeProvider(ThreadingHTTPServer):
                 raise _Refused(404, "not_found", "No such route")
             if body is ...:
                 raise _Refused(400, "invalid_json", "Request body could not be parsed")
-            status, answer = self._handle(method, below, headers.get("Idempotency-Key"), body)
+            key = headers.get("Idempotency-Key")
+            status, answer = self._handle(method, below, key, query if body is None else body)
         except _Refused as refused:
             status, answer = refused.status, refused.body
         if rule.kind == "stall":
@@ -190,36 +256,81 @@ class FakeProvider(ThreadingHTTPServer):
             if found is None or verb != method:
                 continue
             with self._lock:
-                if method in ("GET", "DELETE"):
-                    return 200, handler(self, None, *found.groups())
+                if method in ("GET", "DELETE"):  # given the query's parameters
+                    return 200, handler(self, body or {}, *found.groups())
                 if not key:
                     raise _Refused(400, "missing_idempotency_key", "Idempotency-Key is required")
                 if not isinstance(body, dict):
                     raise _Refused(400, "invalid_json", "Request body must be a JSON object")
                 fingerprint = json.dumps(body, sort_keys=True)
                 if (replay := self._replies.get((path, key))) is not None:
+                    if self.clock() - replay[2] > IDEMPOTENCY_WINDOW:
+                        raise _Refused(422, "idempotency_key_expired", "Idempotency-Key expired")
                     if self.strict_idempotency and replay[0] != fingerprint:
                         raise _Refused(400, "not_truly_idempotent", "Key reused, other body")
                     return 201, replay[1]
                 answer = handler(self, body, *found.groups())
-                self._replies[(path, key)] = (fingerprint, answer)
+                self._replies[(path, key)] = (fingerprint, answer, self.clock())
                 return 201, answer
         raise _Refused(404, "not_found", f"No route for {method} {path}")
 
     def _create_customer(self, body: dict[str, Any]) -> dict[str, Any]:
         _check(body, {"type": "business", "business_legal_name": _TEXT})
-        customer = {"id": _id("cust"), **body, "status": "active", "created_at": _now()}
+        customer = {"id": _id("cust"), **body, "status": "not_started", "created_at": self._now()}
         self.customers[customer["id"]] = customer
         return customer
 
+    def _create_kyc_link(self, body: dict[str, Any]) -> dict[str, Any]:
+        _check(body, {"type": ("business", "individual"), "full_name": _TEXT, "email": _TEXT})
+        customer = self._create_customer(
+            {"type": body["type"], "business_legal_name": body["full_name"]}
+        )
+        link_id = _id("kyc_link")
+        link = {
+            "id": link_id,
+            "full_name": body["full_name"],
+            "email": body["email"],
+            "type": body["type"],
+            "kyc_link": f"https://bridge.withpersona.com/verify?reference-id={link_id}",
+            "tos_link": f"https://dashboard.bridge.xyz/accept-terms-of-service?t={link_id}",
+            "kyc_status": "not_started",
+            "rejection_reasons": [],
+            "tos_status": "pending",
+            "customer_id": customer["id"],
+            "created_at": self._now(),
+        }
+        self.kyc_links[link_id] = link
+        return link
+
+    def _list_kyc_links(self, query: dict[str, str]) -> dict[str, Any]:
+        wanted = query.get("customer_id")
+        found = [dict(k) for k in self.kyc_links.values() if wanted in (None, k["customer_id"])]
+        return {"count": len(found), "data": found}
+
+    def _get_customer(self, _: dict[str, str], customer_id: str) -> dict[str, Any]:
+        return dict(self._customer(customer_id))
+
+    def _simulate_kyc_approval(self, _: dict[str, Any], customer_id: str) -> dict[str, Any]:
+        customer = self._customer(customer_id)
+        customer["status"] = "active"
+        for link in self.kyc_links.values():
+            if link["customer_id"] == customer_id:
+                link["kyc_status"], link["tos_status"] = "approved", "approved"
+        return {
+            "success": True,
+            "customer_id": customer_id,
+            "kyc_status": "approved",
+            "message": "Simulated KYC approval processed.",
+        }
+
     def _create_account(self, body: dict[str, Any], customer_id: str) -> dict[str, Any]:
-        self._customer(customer_id)
+        self._approved(customer_id)
         _check(
             body,
             {
                 "account_type": "us",
                 "currency": "usd",
-                "account_owner_name": _TEXT,
+                "account_owner_name": _OWNER_NAME,
                 "account.account_number": re.compile(r"[0-9]{4,17}"),
                 "account.routing_number": re.compile(r"[0-9]{9}"),
                 "account.checking_or_savings": ("checking", "savings"),
@@ -240,14 +351,14 @@ class FakeProvider(ThreadingHTTPServer):
                 for k in ("account_type", "currency", "bank_name", "account_owner_name")
             },
             "account": {k: v for k, v in account.items() if k != "account_number"},
-            "created_at": _now(),
+            "created_at": self._now(),
         }
         self.accounts[found["id"]] = found
         return found
 
     def _create_transfer(self, body: dict[str, Any]) -> dict[str, Any]:
         customer_id = str(body.get("on_behalf_of", ""))
-        self._customer(customer_id)
+        self._approved(customer_id)
         _check(body, {"amount": _DECIMAL, "developer_fee": _DECIMAL})
         amount, fee = Decimal(body["amount"]), Decimal(body["developer_fee"])
         if not 0 <= fee < amount:
@@ -316,24 +427,56 @@ class FakeProvider(ThreadingHTTPServer):
                 "subtotal_amount": final,
                 "final_amount": final,
             },
-            "created_at": _now(),
-            "updated_at": _now(),
+            "created_at": self._now(),
+            "updated_at": self._now(),
         }
         self.transfers[transfer["id"]] = transfer
         return transfer
 
-    def _get_transfer(self, _: None, transfer_id: str) -> dict[str, Any]:
+    def _get_transfer(self, _: dict[str, str], transfer_id: str) -> dict[str, Any]:
         if (transfer := self.transfers.get(transfer_id)) is None:
             raise _Refused(404, "not_found", "Transfer not found")
         self._step(transfer)
         return dict(json.loads(json.dumps(transfer)))  # a copy
 
-    def _cancel_transfer(self, _: None, transfer_id: str) -> dict[str, Any]:
+    def _list_transfers(self, query: dict[str, str]) -> dict[str, Any]:
+        """Those updated after ``updated_after_ms``, least recently updated first, at most
+        ``limit``. A scan first moves every open transfer one state: its further pages
+        follow a full page and ask from a later time."""
+        limit = _limit(query)
+        after = query.get("updated_after_ms")
+        since = int(after) if after is not None and after.isdigit() else -1
+        if not self._scanning or since <= self._since:
+            for transfer in self.transfers.values():
+                self._step(transfer)
+        self._since = since
+        found = list(self.transfers.values())
+        if after is not None:
+            if not after.isdigit():
+                raise _Refused(400, "invalid_parameters", "updated_after_ms", "updated_after_ms")
+            found = [t for t in found if _millis(t["updated_at"]) > int(after)]
+        found.sort(key=lambda t: t["updated_at"])  # ties: in the order made
+        page = json.loads(json.dumps(found[:limit]))
+        self._scanning = len(page) == limit
+        return {"count": len(page), "data": page}
+
+    def _customer_transfers(self, query: dict[str, str], customer_id: str) -> dict[str, Any]:
+        """A customer's transfers, newest first, after the transfer ``starting_after``."""
+        self._customer(customer_id)
+        found = [t for t in self.transfers.values() if t["on_behalf_of"] == customer_id][::-1]
+        found.sort(key=lambda t: t["created_at"], reverse=True)  # ties: the last made first
+        if (after := query.get("starting_after")) is not None:
+            ids = [t["id"] for t in found]
+            found = found[ids.index(after) + 1 :] if after in ids else []
+        page = json.loads(json.dumps(found[: _limit(query)]))
+        return {"count": len(page), "data": page}
+
+    def _cancel_transfer(self, _: dict[str, str], transfer_id: str) -> dict[str, Any]:
         """Cancel a transfer that awaits funds; any other is answered as it is."""
         if (transfer := self.transfers.get(transfer_id)) is None:
             raise _Refused(404, "not_found", "Transfer not found")
         if transfer["state"] == "awaiting_funds":
-            transfer["state"], transfer["updated_at"] = "canceled", _now()
+            transfer["state"], transfer["updated_at"] = "canceled", self._now()
         return dict(json.loads(json.dumps(transfer)))
 
     def _step(self, transfer: dict[str, Any]) -> None:
@@ -355,24 +498,24 @@ class FakeProvider(ThreadingHTTPServer):
             receipt["destination_tx_hash"] = self.payout(
                 chain_id, destination["to_address"], receipt["final_amount"]
             )
-        transfer["state"], transfer["updated_at"] = following, _now()
+        transfer["state"], transfer["updated_at"] = following, self._now()
 
     def _create_wallet(self, body: dict[str, Any], customer_id: str) -> dict[str, Any]:
-        self._customer(customer_id)
+        self._approved(customer_id)
         _check(body, {"chain": tuple(self.chains)})
         wallet = {
             "id": _id("bw"),
             "chain": body["chain"],
             "address": "0x" + secrets.token_hex(20),
             "customer_id": customer_id,
-            "created_at": _now(),
-            "updated_at": _now(),
+            "created_at": self._now(),
+            "updated_at": self._now(),
         }
         self.wallets[wallet["id"]] = wallet
         self.balances[wallet["id"]] = Decimal(0)
         return wallet
 
-    def _get_wallet(self, _: None, customer_id: str, wallet_id: str) -> dict[str, Any]:
+    def _get_wallet(self, _: dict[str, str], customer_id: str, wallet_id: str) -> dict[str, Any]:
         wallet = self.wallets.get(wallet_id)
         if wallet is None or wallet["customer_id"] != customer_id:
             raise _Refused(404, "not_found", "Bridge wallet not found")
@@ -385,7 +528,7 @@ class FakeProvider(ThreadingHTTPServer):
         return {**wallet, "balances": [balance]}
 
     def _create_virtual_account(self, body: dict[str, Any], customer_id: str) -> dict[str, Any]:
-        customer = self._customer(customer_id)
+        customer = self._approved(customer_id)
         _check(
             body,
             {
@@ -416,15 +559,27 @@ class FakeProvider(ThreadingHTTPServer):
             raise _Refused(404, "not_found", "Customer not found")
         return customer
 
+    def _approved(self, customer_id: str) -> dict[str, Any]:
+        customer = self._customer(customer_id)
+        if customer["status"] != "active":
+            raise _Refused(403, "customer_not_approved", "The customer has not been approved")
+        return customer
+
 
 _C = r"/customers/([^/]+)"
 _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., dict[str, Any]]]] = [
+    ("POST", re.compile(r"/kyc_links"), FakeProvider._create_kyc_link),
+    ("GET", re.compile(r"/kyc_links"), FakeProvider._list_kyc_links),
     ("POST", re.compile(r"/customers"), FakeProvider._create_customer),
+    ("GET", re.compile(_C), FakeProvider._get_customer),
+    ("POST", re.compile(_C + "/simulate_kyc_approval"), FakeProvider._simulate_kyc_approval),
+    ("GET", re.compile(_C + "/transfers"), FakeProvider._customer_transfers),
     ("POST", re.compile(_C + "/external_accounts"), FakeProvider._create_account),
     ("POST", re.compile(_C + "/wallets"), FakeProvider._create_wallet),
     ("GET", re.compile(_C + r"/wallets/([^/]+)"), FakeProvider._get_wallet),
     ("POST", re.compile(_C + "/virtual_accounts"), FakeProvider._create_virtual_account),
     ("POST", re.compile(r"/transfers"), FakeProvider._create_transfer),
+    ("GET", re.compile(r"/transfers"), FakeProvider._list_transfers),
     ("GET", re.compile(r"/transfers/([^/]+)"), FakeProvider._get_transfer),
     ("DELETE", re.compile(r"/transfers/([^/]+)"), FakeProvider._cancel_transfer),
 ]
@@ -469,6 +624,16 @@ def fake_provider(**options: Any) -> Iterator[FakeProvider]:
         provider.server_close()
 
 
+def onboard(treasury: Any, org_id: str, fake: FakeProvider, email: str = "ops@example.com") -> None:
+    """Onboard an organization of `treasury` (whose fiat provider is `fake`) and approve
+    it, as the provider's sandbox simulates: its fiat operations may run after."""
+    treasury.admin.start_onboarding(org_id, email=email)
+    with treasury.storage.read() as tx:
+        row = tx.one("SELECT provider_customer_id FROM organizations WHERE id = ?", (org_id,))
+    fake.approve(row["provider_customer_id"])
+    assert treasury.admin.onboarding(org_id).status == "approved"
+
+
 def _matches(method: str, path: str, want: Mapping[str, str | None]) -> bool:
     pattern = want.get("path")
     return want.get("method") in (None, method) and (
@@ -506,5 +671,13 @@ def _id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(10)}"
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def _limit(query: dict[str, str]) -> int:
+    """A list's ``limit``: "default of 10, max of 100"."""
+    text = query.get("limit", "10")
+    if not text.isdigit() or not 1 <= int(text) <= 100:
+        raise _Refused(400, "invalid_parameters", "limit must be 1 to 100", "limit")
+    return int(text)
+
+
+def _millis(stamp: str) -> int:
+    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)

@@ -22,6 +22,11 @@ to ``transfer.deposit_address`` on ``request.chain_id``)::
                 transfer.deposit_address, "USDC", request.amount
             )
 
+A provider that onboards its customers before they may transact (a hosted KYB link)
+also gets an ``approve`` fixture: a function of a customer id that approves it, as the
+provider's sandbox simulates (the default approves nothing: the provider approves at
+once).
+
 Every test uses fresh idempotency keys, so ``fiat`` may be shared by a whole module.
 Between two reads of a transfer's state the suite lets the provider's time pass
 (`pass_time`): a `SimulatedProvider` (the sandbox) is stepped, as the worker does once a
@@ -58,6 +63,10 @@ Settle = Callable[[ProviderTransfer, OffRamp], None]
 PROGRESS = ("awaiting_funds", "funds_received", "payment_submitted", "payment_processed")
 #: Reads within which a transfer whose funds have arrived must be processed.
 MAX_READS = 10
+#: The contact email the suite onboards its customers with.
+EMAIL = "treasury@example.com"
+#: Approves a customer (see the module's docstring).
+Approve = Callable[[str], None]
 
 ACCOUNT = ExternalAccount(
     bank_name="First Bank of Testing",
@@ -116,9 +125,18 @@ class FiatSuite:
     chain_id = 31337
 
     @pytest.fixture
-    def customer(self, fiat: FiatProvider) -> str:
-        """A fresh business customer of the provider."""
-        return fiat.create_customer("Acme Inc", idempotency_key=new_key())
+    def approve(self) -> Approve:
+        """Subclasses whose provider onboards customers provide it (see the module doc)."""
+        return lambda customer_id: None
+
+    @pytest.fixture
+    def customer(self, fiat: FiatProvider, approve: Approve) -> str:
+        """A fresh business customer of the provider, onboarded and approved."""
+        started = fiat.start_onboarding("Acme Inc", idempotency_key=new_key(), email=EMAIL)
+        if not started.approved:
+            approve(started.customer_id)
+        assert fiat.customer_status(started.customer_id).approved
+        return started.customer_id
 
     @pytest.fixture
     def account(self, fiat: FiatProvider, customer: str) -> str:
@@ -147,6 +165,28 @@ class FiatSuite:
         assert isinstance(first, str) and first
         assert fiat.create_customer("Acme Inc", idempotency_key=key) == first
         assert fiat.create_customer("Acme Inc", idempotency_key=new_key()) != first
+
+    def test_onboarding_is_started_once_per_key(self, fiat: FiatProvider) -> None:
+        key = new_key()
+        first = fiat.start_onboarding("Acme Inc", idempotency_key=key, email=EMAIL)
+        assert first.customer_id and first.status
+        again = fiat.start_onboarding("Acme Inc", idempotency_key=key, email=EMAIL)
+        assert again.customer_id == first.customer_id
+        other = fiat.start_onboarding("Acme Inc", idempotency_key=new_key(), email=EMAIL)
+        assert other.customer_id != first.customer_id
+
+    def test_a_customer_waits_for_approval_with_a_link(
+        self, fiat: FiatProvider, approve: Approve
+    ) -> None:
+        """Approved at once, or not yet, with the hosted page to complete; approved after
+        the approval, and its status reads so."""
+        started = fiat.start_onboarding("Acme Inc", idempotency_key=new_key(), email=EMAIL)
+        read = fiat.customer_status(started.customer_id)
+        assert read.customer_id == started.customer_id
+        if not started.approved:
+            assert not read.approved and (read.url or "").startswith("https://")
+            approve(started.customer_id)
+        assert fiat.customer_status(started.customer_id).approved
 
     def test_register_returns_an_id(self, fiat: FiatProvider, customer: str) -> None:
         found = fiat.register_external_account(customer, ACCOUNT, idempotency_key=new_key())

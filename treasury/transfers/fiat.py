@@ -19,7 +19,7 @@ from .._records import bank_accounts, customers, nonces, wallets
 from .._records import transactions as tracked
 from .._records.transactions import RecordTransaction
 from .._records.transfers import CLAIMED, RECORDED, Status
-from ..backends.fiat.base import OffRamp, OnRamp, ProviderTransfer
+from ..backends.fiat.base import FAILED_STATES, OffRamp, OnRamp, ProviderTransfer
 from ..backends.storage.base import Row, Transaction
 from ..errors import UpstreamError
 from ..evm.abi import TRANSFER
@@ -29,18 +29,22 @@ from .executor import executor
 from .models import DepositInstructions, Transfer, TransferSide
 from .onchain import APPROVE_GAS, Replaced, evidence, raw_amount, record_sent
 
-#: The provider's transfer states, as our statuses (DESIGN §3).
+#: The provider's transfer states, as our statuses (DESIGN §3 "Provider states map"): its
+#: exception paths fail the transfer; a review or a missing return policy keeps it pending.
 STATUS_OF_STATE: dict[str, Status] = {
     "awaiting_funds": "pending",
     "in_review": "pending",
     "funds_received": "pending",
+    "missing_return_policy": "pending",
     "payment_submitted": "submitted",
     "payment_processed": "completed",
-    **dict.fromkeys(
-        ("canceled", "error", "returned", "refunded", "undeliverable", "missing_return_policy"),
-        "failed",
-    ),
+    **dict.fromkeys(FAILED_STATES, "failed"),
 }
+
+
+def failure_reason(state: str) -> str:
+    """The `failureReason` of a transfer the provider failed: its state, named."""
+    return f"the fiat provider's transfer state is {state}"
 
 
 def _request(tx: Transaction, row: Row) -> OnRamp | OffRamp:
@@ -210,6 +214,8 @@ def apply(tx: Transaction, runtime: Runtime, row: Row, answer: ProviderTransfer)
     if paying is not None and paying != row["transaction_hash"]:
         _track_payout(tx, runtime, row, paying, answer.final_amount)
     status: Status = STATUS_OF_STATE.get(answer.state) or row["status"]
+    if status == "failed":
+        fields["failure"] = failure_reason(answer.state)
     if status == "completed" and row["status"] == "pending":  # through submitted, always
         store.move(tx, row["id"], "submitted", now, box=runtime.secrets)
     if status != row["status"] and store.move(

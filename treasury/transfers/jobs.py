@@ -4,6 +4,8 @@ heal the nonce holes that would leave a wallet's legs waiting forever."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
+from datetime import datetime, timedelta
 
 from .._infra import idempotency
 from .._infra.clock import to_text
@@ -24,6 +26,10 @@ PER_CALL = 100  # provider transfers asked for in one call
 #: How a failure reason names a leg, by its tracked-transaction type (swaps otherwise).
 LEG_NAMES = {"approval": "approval", "other": "send"}
 FILL_GAS = 21_000  # a zero-value transfer of a wallet to itself, filling a nonce hole
+#: The fiat job's cursor over the provider's updated transfers, and how far back of it
+#: each pass asks again (a change stamped in the same instant as the last one seen).
+CURSOR = "provider_transfers"
+CURSOR_OVERLAP = timedelta(seconds=1)
 
 
 def finish_transfers(runtime: Runtime, report: Report) -> None:
@@ -60,8 +66,31 @@ def advance_transfers(runtime: Runtime, report: Report) -> None:
     with runtime.storage.read() as tx:
         fiat_rows = store.open_fiat(tx, PER_PASS)
         unpaid = store.failed_offramps_awaiting_funds(tx, PER_PASS)
-    for start in range(0, len(fiat_rows), PER_CALL):
-        batch = fiat_rows[start : start + PER_CALL]
+    changed = _changed_since_cursor(runtime, fiat_rows) if fiat_rows else None
+    batches = [changed] if changed is not None else _read_by_id(runtime, fiat_rows, report)
+    for answered in batches:
+        with report.part("provider"), runtime.storage.transaction() as tx:
+            for row, answer in answered:
+                if (status := fiat.apply(tx, runtime, row, answer)) is not None:
+                    report.add({f"transfers_{status}": 1})
+        _advance_cursor(runtime, [answer for _, answer in answered])
+    for row in unpaid:
+        with report.part(f"transfer {row['id']}"):
+            cancelled = runtime.fiat.cancel_transfer(row["provider_transfer_id"])
+            state = cancelled.state if cancelled is not None else "not_cancellable"
+            with runtime.storage.transaction() as tx:
+                store.update(
+                    tx, row["id"], runtime.now_text(), box=runtime.secrets, provider_state=state
+                )
+            report.add(provider_transfers_cancelled=int(state == "canceled"))
+
+
+def _read_by_id(
+    runtime: Runtime, rows: list[Row], report: Report
+) -> Iterator[list[tuple[Row, ProviderTransfer]]]:
+    """The open transfers' states, `PER_CALL` ids a call."""
+    for start in range(0, len(rows), PER_CALL):
+        batch = rows[start : start + PER_CALL]
         if isinstance(runtime.fiat, SimulatedProvider):  # the sandbox: its time passes
             with report.part("provider simulation"):
                 runtime.fiat.advance([row["provider_transfer_id"] for row in batch])
@@ -75,19 +104,44 @@ def advance_transfers(runtime: Runtime, report: Report) -> None:
                     answered.append((row, answer))
         else:
             answered = list(zip(batch, answers, strict=True))
-        with report.part("provider"), runtime.storage.transaction() as tx:
-            for row, answer in answered:
-                if (status := fiat.apply(tx, runtime, row, answer)) is not None:
-                    report.add({f"transfers_{status}": 1})
-    for row in unpaid:
-        with report.part(f"transfer {row['id']}"):
-            cancelled = runtime.fiat.cancel_transfer(row["provider_transfer_id"])
-            state = cancelled.state if cancelled is not None else "not_cancellable"
-            with runtime.storage.transaction() as tx:
-                store.update(
-                    tx, row["id"], runtime.now_text(), box=runtime.secrets, provider_state=state
-                )
-            report.add(provider_transfers_cancelled=int(state == "canceled"))
+        yield answered
+
+
+def _changed_since_cursor(
+    runtime: Runtime, rows: list[Row]
+) -> list[tuple[Row, ProviderTransfer]] | None:
+    """The open transfers the provider changed since the cursor (the latest change it
+    showed, by its own clock), from its list of updated transfers, a request a page;
+    None before there is a cursor (the first pass reads by id and sets it) or where the
+    provider lists no such thing."""
+    with runtime.storage.read() as tx:
+        cursor = tx.one("SELECT position FROM fiat_cursor WHERE name = ?", (CURSOR,))
+    if cursor is None:
+        return None
+    since = datetime.fromisoformat(cursor["position"]) - CURSOR_OVERLAP
+    pages = runtime.fiat.transfers_updated_since(since)
+    if pages is None:
+        return None
+    by_id = {row["provider_transfer_id"]: row for row in rows}
+    return [(by_id[a.id], a) for page in pages for a in page if a.id in by_id]
+
+
+def _advance_cursor(runtime: Runtime, answers: list[ProviderTransfer]) -> None:
+    """Move the cursor to the latest change the provider showed (never back)."""
+    latest = max((a.updated_at for a in answers if a.updated_at is not None), default=None)
+    if latest is None:
+        return
+    with runtime.storage.transaction() as tx:
+        found = tx.one("SELECT position FROM fiat_cursor WHERE name = ?", (CURSOR,))
+        if found is None:
+            tx.execute(
+                "INSERT INTO fiat_cursor (name, position) VALUES (?, ?)",
+                (CURSOR, latest.isoformat()),
+            )
+        elif datetime.fromisoformat(found["position"]) < latest:
+            tx.execute(
+                "UPDATE fiat_cursor SET position = ? WHERE name = ?", (latest.isoformat(), CURSOR)
+            )
 
 
 def _settle_legs(runtime: Runtime, chain_id: int, rows: list[Row], report: Report) -> None:

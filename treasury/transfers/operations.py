@@ -19,7 +19,7 @@ from .._infra.models import Page, PageQuery
 from .._infra.pagination import Cursors, page_of
 from .._infra.runtime import Runtime
 from .._infra.validation import parse_input, parse_value
-from .._records import bank_accounts, nonces, wallets
+from .._records import bank_accounts, customers, nonces, wallets
 from .._records.bank_accounts import BankAccountSummary, parse_external_id
 from ..backends.storage.base import Row, Transaction
 from ..errors import NotFound, ValidationError
@@ -143,6 +143,7 @@ class Transfers(Group):
 
     def _offramp(self, request: CreateTransfer, pairing: Pairing, chain_id: int) -> WriteAhead:
         runtime = self._scope.runtime
+        customers.provider_customer(runtime, self._scope.org_id)  # 409 until onboarded
         chain = runtime.chains.get(chain_id)
         wallet = self._managed_wallet(str(request.source.from_address))
         bank = self._bank_account("destination", str(request.destination.external_account_id))
@@ -158,6 +159,7 @@ class Transfers(Group):
         )
 
     def _onramp(self, request: CreateTransfer, chain_id: int) -> WriteAhead:
+        customers.provider_customer(self._scope.runtime, self._scope.org_id)  # 409 until onboarded
         bank = self._bank_account("source", str(request.source.external_account_id))
         to_address = str(request.destination.to_address)
         self._scope.runtime.chains.check_destination(

@@ -1,10 +1,13 @@
 from .base import (
+    APPROVED,
+    FAILED_STATES,
     FINAL_STATES,
     BankDeposit,
     ExternalAccount,
     FiatContext,
     FiatProvider,
     OffRamp,
+    Onboarding,
     OnRamp,
     ProviderTransfer,
     SimulatedProvider,
@@ -12,6 +15,8 @@ from .base import (
 )
 
 __all__ = [
+    "APPROVED",
+    "FAILED_STATES",
     "FINAL_STATES",
     "BankDeposit",
     "ExternalAccount",
@@ -19,6 +24,7 @@ __all__ = [
     "FiatProvider",
     "OffRamp",
     "OnRamp",
+    "Onboarding",
     "ProviderTransfer",
     "SimulatedProvider",
     "VirtualAccount",

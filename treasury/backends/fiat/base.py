@@ -15,25 +15,47 @@ to (`SimulatedProvider.advance`, which the worker calls once a pass).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol, Self, runtime_checkable
 
 from ..chain.base import Chain
 from ..storage.base import Storage
 
-#: Provider transfer states that end a transfer.
-FINAL_STATES = frozenset(
+#: Provider transfer states that end a transfer for us (DESIGN §3 "Provider states map"):
+#: processed, or one of the provider's exception paths. ``in_review`` and
+#: ``missing_return_policy`` wait (for a review, for a return policy to be configured).
+#: The provider's states (apidocs.bridge.xyz/platform/orchestration/transfers/transfer-states).
+FAILED_STATES = frozenset(
     {
-        "payment_processed",
         "canceled",
         "error",
         "returned",
+        "refund_in_flight",
         "refunded",
+        "refund_failed",
         "undeliverable",
-        "missing_return_policy",
     }
 )
+FINAL_STATES = FAILED_STATES | {"payment_processed"}
+#: The onboarding status of an approved customer.
+APPROVED = "approved"
+
+
+@dataclass(frozen=True)
+class Onboarding:
+    """Where a customer's onboarding stands: the provider's id for the customer, its
+    status (the provider's KYC/KYB status name; ``approved`` once it may transact) and
+    the hosted page where the business completes it (None where there is none)."""
+
+    customer_id: str
+    status: str
+    url: str | None = None
+
+    @property
+    def approved(self) -> bool:
+        return self.status == APPROVED
 
 
 @dataclass(frozen=True)
@@ -101,6 +123,7 @@ class ProviderTransfer:
     deposit_address: str | None = None  # off-ramp: where the USDC is to be sent
     destination_tx_hash: str | None = None  # on-ramp: the payout's transaction
     final_amount: str | None = None  # what the destination receives, once known
+    updated_at: datetime | None = None  # when the provider last changed it (its clock)
 
 
 @dataclass(frozen=True)
@@ -140,6 +163,19 @@ class FiatProvider(ABC):
     def create_customer(self, name: str, *, idempotency_key: str) -> str:
         """A business customer (one per organization); the provider's id for it."""
 
+    def start_onboarding(
+        self, name: str, *, idempotency_key: str, email: str | None = None
+    ) -> Onboarding:
+        """Create a business customer named `name` through the provider's hosted KYB
+        flow (`email`: the business's contact, where the provider asks for one); the same
+        key returns the same customer. A provider without onboarding approves at once."""
+        return Onboarding(self.create_customer(name, idempotency_key=idempotency_key), APPROVED)
+
+    def customer_status(self, customer_id: str) -> Onboarding:
+        """Where the customer's onboarding stands now (approved where the provider has no
+        onboarding)."""
+        return Onboarding(customer_id, APPROVED)
+
     @abstractmethod
     def register_external_account(
         self, customer_id: str, account: ExternalAccount, *, idempotency_key: str
@@ -158,6 +194,13 @@ class FiatProvider(ABC):
         """The current state of many transfers, in the order asked (one call, or a few),
         changing nothing. An id the provider does not know is an `UpstreamError` (a
         misconfigured or forgetful provider must not fail real transfers)."""
+
+    def transfers_updated_since(self, when: datetime) -> Iterable[list[ProviderTransfer]] | None:
+        """Pages of every transfer the provider changed after `when` (its own clock, as
+        `ProviderTransfer.updated_at` shows it), so that a pass costs a request a page,
+        not one per open transfer; None where the provider lists no such thing (the
+        treasury then reads its open transfers by id)."""
+        return None
 
     def cancel_transfer(self, transfer_id: str) -> ProviderTransfer | None:
         """Cancel a transfer that awaits funds (an off-ramp whose USDC will never come);

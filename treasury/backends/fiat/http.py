@@ -8,11 +8,15 @@ where one call of ours takes two of the provider's (a virtual account needs a wa
 
 Shapes used (all under the base URL)::
 
+    POST /kyc_links                                  {type: business, full_name, email}
+    GET  /kyc_links?customer_id={c}                  kyc_status, tos_status, kyc_link, tos_link
+    POST /customers/{c}/simulate_kyc_approval        (the provider's sandbox only)
     POST /customers                                  {type: business, business_legal_name}
     POST /customers/{c}/external_accounts            {account_type: us, account {...}, address {...}}
     POST /transfers                                  {on_behalf_of, amount, developer_fee, source,
                                                       destination, client_reference_id: our key}
     GET  /transfers/{id}                             state, source_deposit_instructions, receipt
+    GET  /transfers?updated_after_ms=&limit=         {count, data}: transfers updated since
     DELETE /transfers/{id}                           cancel one that awaits funds
     POST /customers/{c}/wallets                      {chain}
     POST /customers/{c}/virtual_accounts             {source {usd}, destination {usdb, bridge_wallet_id}}
@@ -25,9 +29,32 @@ payment rails, not chain ids: chain 1 and local development chains (31337, 1337)
 ``ethereum``; 8453 ``base``, 137 ``polygon``, 42161 ``arbitrum``, 10 ``optimism``
 (``rails=`` adds or overrides); any other chain is refused before anything is sent.
 
-No list endpoint filters transfers by id (``GET /transfers`` pages by time), so
-`transfers` reads one ``GET /transfers/{id}`` each over one keep-alive client. A wallet
-is read under its customer.
+Onboarding (apidocs.bridge.xyz/platform/customers/customers/kyclinks): a business
+customer is created through a KYC link, whose response carries the customer's id, the
+hosted KYB flow (``kyc_link``) and the terms of service (``tos_link``), both to complete
+"before they can be approved"; the link needs the business's contact ``email``
+(``email=`` or ``contact_email=``; without one, `start_onboarding` is a 400 naming it).
+The customer may transact once ``kyc_status`` and ``tos_status`` are both ``approved``
+(apidocs.bridge.xyz/api-reference/kyc-links/check-the-status-of-a-kyc-link); until the ToS
+is accepted the link shown is the ToS's. The provider's sandbox approves a customer on
+``POST /customers/{c}/simulate_kyc_approval`` (apidocs.bridge.xyz/api-reference/sandbox/
+simulate-kyc-approval-sandbox-only): `simulate_kyc_approval`.
+
+No list endpoint filters transfers by id, so `transfers` reads one ``GET /transfers/{id}``
+each over one keep-alive client; `transfers_updated_since` lists what changed since a time
+(``updated_after_ms``, a unix time in milliseconds: "objects updated AFTER the specified
+timestamp", apidocs.bridge.xyz/api-reference/transfers/get-all-transfers), at most
+``limit`` (100, the provider's maximum) a page. The filter and the id cursors
+(``starting_after``) are mutually exclusive (apidocs.bridge.xyz/docs/fetching-transfers),
+so the next page asks again from the latest ``updated_at`` seen, less a millisecond (a
+transfer seen twice is harmless). A wallet is read under its customer.
+
+Idempotency (apidocs.bridge.xyz/api-reference/introduction/idempotence): the provider
+replays a POST's answer for 24 hours; "after the 24-hour window expires, reusing the same
+Idempotency-Key will result in a 422". A transfer's retry answered 422 is therefore
+looked up by its ``client_reference_id`` (our key) among the customer's transfers
+(``GET /customers/{c}/transfers``, paged by ``starting_after``): found, it is the answer;
+not found, the first attempt created nothing and the 422 stands (a definite refusal).
 
 Failures become `UpstreamError` here: nothing sent (connection refused, connect or pool
 timeout) and HTTP 4xx (with the provider's message) are definite; a request that may
@@ -41,19 +68,22 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Self
 from urllib.parse import quote, urlsplit
 
 import httpx
 
-from ...errors import UpstreamError
+from ...errors import UpstreamError, ValidationError
 from .base import (
+    APPROVED,
     BankDeposit,
     ExternalAccount,
     FiatProvider,
     OffRamp,
+    Onboarding,
     OnRamp,
     ProviderTransfer,
     VirtualAccount,
@@ -73,6 +103,8 @@ RAILS: Mapping[int, str] = {
     42161: "arbitrum",
     10: "optimism",
 }
+#: Transfers asked for in one page of the provider's list (its maximum).
+PAGE = 100
 _TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
 _log = logging.getLogger(__name__)
@@ -101,6 +133,7 @@ class HttpFiat(FiatProvider):
         timeout: httpx.Timeout = _TIMEOUT,
         rails: Mapping[int, str] | None = None,
         wallet_chain: str = "ethereum",
+        contact_email: str | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -118,6 +151,7 @@ class HttpFiat(FiatProvider):
         self._where = f"fiat provider at {parts.scheme}://{parts.hostname}{port}"
         self._rails = {**RAILS, **(rails or {})}
         self._wallet_chain = wallet_chain
+        self._contact_email = contact_email
         self._own_client = client is None
         self._client = client or httpx.Client(timeout=timeout)
 
@@ -137,6 +171,34 @@ class HttpFiat(FiatProvider):
     def create_customer(self, name: str, *, idempotency_key: str) -> str:
         body = {"type": "business", "business_legal_name": name}
         return _text(self._post("/customers", body, idempotency_key), "id", self._where)
+
+    def start_onboarding(
+        self, name: str, *, idempotency_key: str, email: str | None = None
+    ) -> Onboarding:
+        contact = email or self._contact_email
+        if not contact:
+            raise ValidationError.field(
+                "body", "email", "the fiat provider's KYB link needs the business's contact email"
+            )
+        body = {"type": "business", "full_name": name, "email": contact}
+        return self._onboarding(self._post("/kyc_links", body, idempotency_key))
+
+    def customer_status(self, customer_id: str) -> Onboarding:
+        found = self._request("GET", "/kyc_links", None, None, {"customer_id": customer_id})
+        links = found.get("data")
+        if not isinstance(links, list):
+            raise UpstreamError(f"{self._where} answered a malformed list of KYC links")
+        mine = [link for link in links if isinstance(link, dict)]
+        if not mine:  # a customer made otherwise: its own status ("active" may transact)
+            customer = self._get(f"/customers/{_segment(customer_id)}")
+            status = _text(customer, "status", self._where, ambiguous=False)
+            return Onboarding(customer_id, APPROVED if status == "active" else status)
+        return self._onboarding(mine[0])
+
+    def simulate_kyc_approval(self, customer_id: str) -> None:
+        """Approve a customer in the provider's sandbox (not available in production)."""
+        path = f"/customers/{_segment(customer_id)}/simulate_kyc_approval"
+        self._post(path, {}, f"simulate-kyc-approval-{customer_id}")
 
     def register_external_account(
         self, customer_id: str, account: ExternalAccount, *, idempotency_key: str
@@ -194,7 +256,14 @@ class HttpFiat(FiatProvider):
                 "currency": "usd",
                 "external_account_id": request.external_account_id,
             }
-        answer = self._transfer(self._post("/transfers", body, idempotency_key), ambiguous=True)
+        try:
+            created = self._post("/transfers", body, idempotency_key)
+        except _WindowPassed as passed:  # found: the first attempt made it; else none did
+            found = self._by_reference(customer_id, idempotency_key)
+            if found is None:
+                raise UpstreamError(passed.message) from None
+            created = found
+        answer = self._transfer(created, ambiguous=True)
         if isinstance(request, OffRamp) and answer.deposit_address is None:
             raise UpstreamError(
                 f"{self._where} gave the off-ramp no deposit address", ambiguous=True
@@ -211,6 +280,20 @@ class HttpFiat(FiatProvider):
                 )
             found.append(answer)
         return found
+
+    def transfers_updated_since(self, when: datetime) -> Iterator[list[ProviderTransfer]]:
+        after = int(when.timestamp() * 1000)
+        while True:
+            query = {"updated_after_ms": str(after), "limit": str(PAGE)}
+            found = self._request("GET", "/transfers", None, None, query)
+            rows = _listed(found, self._where)
+            yield [self._transfer(row) for row in rows]
+            if len(rows) < PAGE:
+                return
+            latest = max(_millis(row.get("updated_at"), self._where) for row in rows)
+            if latest - 1 <= after:  # a page of one instant: nothing more can be told apart
+                return
+            after = latest - 1
 
     def cancel_transfer(self, transfer_id: str) -> ProviderTransfer | None:
         path = f"/transfers/{_segment(transfer_id)}"
@@ -258,6 +341,28 @@ class HttpFiat(FiatProvider):
 
     # -- shapes ----------------------------------------------------------------------------
 
+    def _onboarding(self, link: dict[str, Any]) -> Onboarding:
+        """A KYC link as where onboarding stands: approved once both the KYB and the ToS
+        are; the ToS link is shown until it is accepted."""
+        customer = _text(link, "customer_id", self._where)
+        kyc, tos = str(link.get("kyc_status") or "not_started"), str(link.get("tos_status") or "")
+        url = link.get("tos_link") if tos != APPROVED else link.get("kyc_link")
+        status = kyc if tos == APPROVED or kyc != APPROVED else "incomplete"
+        return Onboarding(customer, status, str(url) if url else None)
+
+    def _by_reference(self, customer_id: str, reference: str) -> dict[str, Any] | None:
+        """The customer's transfer made under our `reference` (`client_reference_id`), by
+        its list of transfers, newest first, page by page."""
+        path, query = f"/customers/{_segment(customer_id)}/transfers", {"limit": str(PAGE)}
+        while True:
+            rows = _listed(self._request("GET", path, None, None, query), self._where)
+            for row in rows:
+                if row.get("client_reference_id") == reference:
+                    return row
+            if len(rows) < PAGE or not isinstance(rows[-1].get("id"), str):
+                return None
+            query = {"limit": str(PAGE), "starting_after": rows[-1]["id"]}
+
     def _rail(self, chain_id: int) -> str:
         rail = self._rails.get(chain_id)
         if rail is None:
@@ -283,6 +388,7 @@ class HttpFiat(FiatProvider):
             deposit_address=address,
             destination_tx_hash=str(tx_hash) if tx_hash else None,
             final_amount=_decimal(final, self._where, ambiguous) if final is not None else None,
+            updated_at=_moment(body.get("updated_at")),
         )
 
     def _bank(self, found: dict[str, Any], *, ambiguous: bool) -> BankDeposit:
@@ -311,14 +417,22 @@ class HttpFiat(FiatProvider):
         return self._request("GET", path, None, None)
 
     def _request(
-        self, method: str, path: str, body: dict[str, Any] | None, key: str | None
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        key: str | None,
+        query: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        """The JSON object the provider answered, or `UpstreamError`."""
+        """The JSON object the provider answered, or `UpstreamError` (`_WindowPassed`: a
+        POST answered 422, as after the idempotency window)."""
         headers = {"Api-Key": self._key.value, "Accept": "application/json"}
         if key is not None:
             headers["Idempotency-Key"] = key
         try:
-            response = self._client.request(method, self._base + path, json=body, headers=headers)
+            response = self._client.request(
+                method, self._base + path, json=body, headers=headers, params=query
+            )
         except _NOT_SENT as e:
             raise UpstreamError(f"{self._where} unreachable ({type(e).__name__})") from None
         except httpx.HTTPError as e:  # sent, perhaps received and performed
@@ -331,6 +445,10 @@ class HttpFiat(FiatProvider):
         if status >= 500:  # a write may have been performed before the failure
             raise UpstreamError(
                 f"{self._where} failed {method} {path}: HTTP {status}", ambiguous=method != "GET"
+            )
+        if status == 422 and method == "POST":
+            raise _WindowPassed(
+                f"{self._where} refused {method} {path}: {self._reason(response)} (HTTP {status})"
             )
         if status >= 400:
             raise UpstreamError(
@@ -362,6 +480,31 @@ class HttpFiat(FiatProvider):
         text = f"{message} [{code}]" if code else message
         text = f"{text} at {where}" if where else text
         return text.replace(self._key.value, "<secret>")[:500]
+
+
+class _WindowPassed(UpstreamError):
+    """A POST answered 422: its Idempotency-Key is past the provider's 24 h window."""
+
+
+def _listed(found: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    rows = found.get("data")
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise UpstreamError(f"{where} answered a malformed list")
+    return rows
+
+
+def _moment(value: object) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")) if value else None
+    except ValueError:
+        return None
+
+
+def _millis(value: object, where: str) -> int:
+    try:
+        return int(datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        raise UpstreamError(f"{where} answered a malformed updated_at: {value!r}") from None
 
 
 def _segment(value: str) -> str:
