@@ -26,7 +26,7 @@ OWNED = {
     "admin": {"organizations", "api_keys"},
     "test_helpers": set(),
     "deposits": {"log_cursors", "deposits"},
-    "transfers": {"transfers", "transfer_legs", "nonce_holes"},
+    "transfers": {"transfers", "transfer_legs", "nonce_holes", "fiat_cursor"},
     "virtual": {"virtual_accounts", "virtual_wallets"},
     "wallets": {"wallets"},
     "recipients": {"recipients"},

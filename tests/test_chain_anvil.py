@@ -76,7 +76,7 @@ def test_receipts_are_batched(node: AnvilNode, config: dict[str, Any], rpc: RpcC
 
 
 def test_missing_addresses_are_named(node: AnvilNode) -> None:
-    with pytest.raises(ValueError, match="USDT, c0, swap_facility, earner_rate_source"):
+    with pytest.raises(ValueError, match="of swap_facility, earner_rate_source \\("):
         RpcChain.from_config(
             ChainConfig.parse(31337, {"url": node.url, "addresses": {"USDC": "0x" + "11" * 20}})
         )

@@ -98,8 +98,10 @@ def find_anvil() -> str | None:
     return shutil.which("anvil")
 
 
-def start_anvil(port: int | None = None, block_time: float | None = None) -> AnvilNode:
-    """Start anvil on 127.0.0.1 (a free port unless given) with chain id 31337 and wait
+def start_anvil(
+    port: int | None = None, block_time: float | None = None, chain_id: int = CHAIN_ID
+) -> AnvilNode:
+    """Start anvil on 127.0.0.1 (a free port unless given) with `chain_id` (31337) and wait
     until it answers JSON-RPC. `block_time` seconds per block; default: mine each
     transaction at once. On Linux anvil ends with the thread that started it, even when
     the process is killed (call it from a thread that outlives its use)."""
@@ -110,7 +112,7 @@ def start_anvil(port: int | None = None, block_time: float | None = None) -> Anv
         port = _free_port()
     elif not _is_free(port):  # else the readiness check would reach the other server
         raise OSError(f"port {port} on 127.0.0.1 is in use")
-    command = [binary, "--host", "127.0.0.1", "--port", str(port), "--chain-id", str(CHAIN_ID)]
+    command = [binary, "--host", "127.0.0.1", "--port", str(port), "--chain-id", str(chain_id)]
     command.append("--quiet")  # no log line per request; startup errors are still printed
     if block_time is not None:
         command += ["--block-time", str(block_time)]

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..backends.chain.base import Chain, ChainConfig
+from ..backends.chain.base import ADDRESS_KEYS, Chain, ChainConfig
 from ..errors import NotFound, UpstreamError, ValidationError
 from ..evm.abi import DECIMALS, NAME, SYMBOL, Function
 from ..evm.multicall import multicall
@@ -141,11 +141,12 @@ class ChainRegistry:
 
     def token(self, chain_id: int, token: str) -> TokenMetadata:
         """The metadata of a token of a chain, named by its key in the chain's addresses
-        (``"USDC"``, ``"c0"``) or by its address; ``"ETH"`` is the chain's own coin. 502
-        when the token does not answer."""
+        (``"USDC"``, ``"c0"``; 409 naming the setting when the chain has none) or by its
+        address; ``"ETH"`` is the chain's own coin. 502 when the token does not answer."""
         if token == ETH.symbol:
             return ETH
-        address = self.get(chain_id).addresses.get(token, token).lower()
+        chain = self.get(chain_id)
+        address = (chain.address(token) if token in ADDRESS_KEYS else token).lower()
         found = self.metadata(chain_id, [address]).get(address)
         if found is None:
             raise UpstreamError(f"token {token} on chain {chain_id} did not answer its metadata")

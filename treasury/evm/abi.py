@@ -86,6 +86,13 @@ NAME = Function("name()", ("string",))
 SYMBOL = Function("symbol()", ("string",))
 DECIMALS = Function("decimals()", ("uint8",))
 SWAP = Function("swap(address,address,uint256,address)")
+#: M0's SwapFacility: the exit from an extension (c0) into an asset it holds.
+REPLACE_ASSET_WITH_M = Function("replaceAssetWithM(address,address,address,uint256,address)")
+IS_APPROVED_EXTENSION = Function("isApprovedExtension(address)", ("bool",))
+#: M0's JMI extension (c0): its supply, the assets behind it, and one asset's part.
+TOTAL_SUPPLY = Function("totalSupply()", ("uint256",))
+TOTAL_ASSETS = Function("totalAssets()", ("uint256",))
+ASSET_BALANCE_OF = Function("assetBalanceOf(address)", ("uint256",))
 EARNER_RATE = Function("earnerRate()", ("uint32",))
 IS_CLAIMED = Function("isClaimed(uint256,uint256)", ("bool",))
 ROOTS = Function("roots(uint256)", ("bytes32",))

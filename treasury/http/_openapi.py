@@ -127,6 +127,8 @@ def _errors(operation: Operation[Any]) -> list[int]:
         statuses += [413, 415]
     if operation.idempotency is not None or operation.method in ("POST", "PATCH"):
         statuses.append(409)
+    elif any(param.chain for param in operation.path_params):
+        statuses.append(409)  # the chain may lack an address it needs (`Chain.address`)
     if operation.idempotency is not None:
         statuses.append(422)
     return sorted(statuses)

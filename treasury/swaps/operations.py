@@ -1,4 +1,8 @@
-"""Deposit into and withdraw from `c0`: the approval and swap steps the caller signs."""
+"""Deposit into and withdraw from `c0`: the approval and swap steps the caller signs.
+
+The swap steps are the facility calls of the chain's exit path (`treasury.evm.facility`):
+a withdrawal on M0's facility is one or more ``replaceAssetWithM`` steps (type ``swap``),
+each within c0's M float, after one approval of the whole amount."""
 
 from __future__ import annotations
 
@@ -8,7 +12,8 @@ from typing import Any, Literal
 from .._infra.group import Group
 from .._infra.validation import parse_input
 from ..errors import UpstreamError, ValidationError
-from ..evm.abi import ALLOWANCE, APPROVE, SWAP
+from ..evm.abi import ALLOWANCE, APPROVE
+from ..evm.facility import MAX_SPLIT, exchanges
 from ..evm.multicall import multicall
 from ..money import to_raw, to_units
 from .models import Prepared, PrepareSummary, PrepareSwap, Step, StepTransaction
@@ -33,8 +38,8 @@ class Swaps(Group):
 
     def _prepare(self, chain_id: int, direction: Direction, request: PrepareSwap) -> Prepared:
         chain = self._scope.runtime.chains.get(chain_id)
-        stable, c0 = chain.addresses[request.token], chain.addresses["c0"]
-        facility = chain.addresses["swap_facility"]
+        stable, c0 = chain.address(request.token), chain.address("c0")
+        facility = chain.address("swap_facility")
         token_in, token_out = (stable, c0) if direction == "deposit" else (c0, stable)
         owner = request.from_
         tokens = self._scope.runtime.chains
@@ -72,14 +77,15 @@ class Swaps(Group):
                 )
             )
         recipient = request.recipient or owner
-        steps.append(
-            _step(
-                "swap",
-                f"Swap {request.amount} {symbol_in} for {symbol_out} to {recipient}",
-                facility,
-                SWAP.encode(token_in, token_out, raw, recipient),
-            )
+        calls = exchanges(
+            chain, token_in, token_out, raw, recipient, decimals=places, most=MAX_SPLIT
         )
+        for call in calls:
+            amount = request.amount if len(calls) == 1 else to_units(call.raw, places)
+            description = f"Swap {amount} {symbol_in} for {symbol_out} to {recipient}"
+            if call.method != "swap":
+                description += f" ({call.method} on the swap facility)"
+            steps.append(_step("swap", description, facility, call.data))
         summary = PrepareSummary(
             token_in=token_in, token_out=token_out, amount_in=request.amount, amount_in_raw=str(raw)
         )

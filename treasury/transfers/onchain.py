@@ -4,8 +4,10 @@ wallets' sweeps), signed from a custody wallet, written ahead of their broadcast
 Under the wallet's signing lock: read its mined nonce, then its token and ETH balances
 and the allowance; sign the legs — an `approval` of exactly the amount when the
 allowance, less what this wallet's unfinished swaps may still spend of it, is short (for
-USDT, a reset to 0 first when the allowance is non-zero), then
-``swap(tokenIn, tokenOut, amount, recipient)`` — with consecutive nonces; commit them
+USDT, a reset to 0 first when the allowance is non-zero), then the facility call of
+the chain's exit path (`treasury.evm.facility`: ``swap(tokenIn, tokenOut, amount,
+recipient)``, or ``replaceAssetWithM`` out of c0 on M0's facility, refused when c0's M
+float cannot take the amount at once) — with consecutive nonces; commit them
 with the transfer (the claim), which first checks what they will hold (`Reserve`) against
 the available balance (400, nothing written, when short); broadcast them (perform),
 record the outcome. A crash anywhere after the claim is finished by the job, which
@@ -27,7 +29,8 @@ from .._records.transfers import CLAIMED, RECORDED, Status
 from ..backends.chain.base import Chain
 from ..backends.storage.base import Row, Transaction
 from ..errors import UpstreamError, ValidationError
-from ..evm.abi import ALLOWANCE, APPROVE, BALANCE_OF, GET_ETH_BALANCE, SWAP
+from ..evm.abi import ALLOWANCE, APPROVE, BALANCE_OF, GET_ETH_BALANCE
+from ..evm.facility import exchanges
 from ..evm.multicall import multicall
 from ..evm.signing import broadcast
 from ..money import to_raw, to_units
@@ -36,7 +39,6 @@ from .executor import executor
 from .models import Transfer
 
 APPROVE_GAS = 100_000
-SWAP_GAS = 250_000
 
 
 @dataclass(frozen=True)
@@ -152,8 +154,11 @@ def sign_legs(runtime: Runtime, chain: Chain, swap: Swap) -> tuple[list[store.Le
             planned.append(("approval", swap.token_in, 0, APPROVE.encode(facility, 0), APPROVE_GAS))
         data = APPROVE.encode(facility, swap.raw)
         planned.append(("approval", swap.token_in, swap.raw, data, APPROVE_GAS))
-    data = SWAP.encode(swap.token_in, swap.token_out, swap.raw, swap.recipient)
-    planned.append((swap.swap_kind, facility, swap.raw, data, SWAP_GAS))
+    decimals = runtime.chains.decimals(swap.chain_id, swap.token_in)
+    (move,) = exchanges(
+        chain, swap.token_in, swap.token_out, swap.raw, swap.recipient, decimals=decimals
+    )
+    planned.append((swap.swap_kind, facility, swap.raw, move.data, move.gas))
     fees = chain.fee_fields()
     nonce = max(chain.pending_nonce(swap.wallet), floor)
     legs = []

@@ -118,7 +118,7 @@ class Transfers(Group):
         chain = runtime.chains.get(chain_id)
         wallet = self._managed_wallet(str(request.source.from_address))
         deposit = pairing == "deposit"
-        usdc, c0 = chain.addresses["USDC"], chain.addresses["c0"]
+        usdc, c0 = chain.address("USDC"), chain.address("c0")
         swap = onchain.Swap(
             chain_id=chain_id,
             wallet=wallet["address"],

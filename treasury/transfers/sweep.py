@@ -42,7 +42,15 @@ def sweep_virtual_wallets(runtime: Runtime, report: Report) -> None:
         return
     chain_id = runtime.chains.primary
     chain = runtime.chains.get(chain_id)
-    tokens = {"usdc": chain.addresses["USDC"], "usdt": chain.addresses["USDT"]}
+    if "c0" not in chain.addresses:
+        where = f"chain {chain_id}"
+        message = f"{where} has no c0 address (chains.{chain_id}.addresses.c0): nothing swept"
+        report.condition(where, message, count="chains_without_c0")
+        return
+    tokens: dict[Currency, str] = {"usdc": chain.addresses["USDC"]}
+    if "USDT" in chain.addresses:  # Sepolia has none
+        tokens["usdt"] = chain.addresses["USDT"]
+    width = len(tokens) + 1  # calls per wallet: its tokens, then its ETH
     minimum = {
         symbol: to_raw(runtime.sweep_minimum, runtime.chains.decimals(chain_id, token))
         for symbol, token in tokens.items()
@@ -53,15 +61,14 @@ def sweep_virtual_wallets(runtime: Runtime, report: Report) -> None:
             call
             for row in batch
             for call in (
-                (tokens["usdc"], BALANCE_OF, (row["address"],)),
-                (tokens["usdt"], BALANCE_OF, (row["address"],)),
+                *((token, BALANCE_OF, (row["address"],)) for token in tokens.values()),
                 (chain.addresses["multicall"], GET_ETH_BALANCE, (row["address"],)),
             )
         ]
         results = multicall(chain, calls)
         for i, row in enumerate(batch):
-            usdc, usdt, eth = (int(str(r[0])) if r else 0 for r in results[3 * i : 3 * i + 3])
-            balances: tuple[tuple[Currency, int], ...] = (("usdc", usdc), ("usdt", usdt))
+            *held, eth = (int(str(r[0])) if r else 0 for r in results[width * i : width * (i + 1)])
+            balances = tuple(zip(tokens, held, strict=True))
             due = [(symbol, raw) for symbol, raw in balances if raw > minimum[symbol]]
             if not due:
                 continue

@@ -50,7 +50,7 @@ class Yields(Group):
         chains = self._scope.runtime.chains
         chain = chains.get(chain_id)
         address = str(parse_value(Address, address, "query", "address"))
-        c0, source = chain.addresses["c0"], chain.addresses["earner_rate_source"]
+        c0, source = chain.address("c0"), chain.address("earner_rate_source")
         balance, rate = multicall(chain, [(c0, BALANCE_OF, (address,)), (source, EARNER_RATE, ())])
         if balance is None or rate is None:
             raise UpstreamError("c0 or the earner rate source did not answer")

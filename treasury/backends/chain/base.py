@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from ...errors import UpstreamError
+from ...errors import Conflict, UpstreamError
 
 #: Keys of `ChainConfig.addresses` (values: lowercase 0x addresses on that chain).
 ADDRESS_KEYS = (
@@ -29,9 +29,18 @@ ADDRESS_KEYS = (
     "yield_distributor",
 )
 #: Keys a chain may go without: Multicall3 has a canonical address; without a yield
-#: distributor, periods are published but no root is posted on that chain.
-OPTIONAL_ADDRESS_KEYS = ("multicall", "yield_distributor")
+#: distributor, periods are published but no root is posted on that chain; without USDT
+#: or c0 (Sepolia has no USDT, and c0 has no public address), an operation that needs
+#: one is refused with 409 naming the setting (`Chain.address`).
+OPTIONAL_ADDRESS_KEYS = ("USDT", "c0", "multicall", "yield_distributor")
 CANONICAL_MULTICALL3 = "0xca11bde05977b3631167028862be2a173976ca11"
+#: How c0 is exchanged back into a stablecoin on a chain (`ChainConfig.exit_path`):
+#: ``swap`` is our devnet facility's direct ``swap(c0, usdc, …)``; ``replace_asset_with_m``
+#: is M0's ``replaceAssetWithM(usdc, c0, c0, …)``, through the M float c0 holds.
+EXIT_PATHS = ("swap", "replace_asset_with_m")
+#: Settings of a chain that its URL may carry as query parameters (``?rail=ethereum``).
+URL_SETTINGS = ("rail", "exit_path", "c0_decimals")
+_SETTINGS = ("url", "addresses", "tokens", "minter_key", "confirmations", *URL_SETTINGS)
 
 
 class Reverted(UpstreamError):
@@ -53,7 +62,9 @@ class ChainConfig:
     counts; None leaves it to the backend (`Chain.confirmations`: 12 on a node, 0 on a
     test chain, which mines on demand). `state_path` is where a chain that runs inside
     the process keeps its state (the devnet's blocks; `Treasury.open` sets it beside a
-    SQLite store); None keeps it in memory. `c0_decimals` is for a chain that deploys
+    SQLite store); None keeps it in memory. `rail` is the fiat provider's payment rail
+    for this chain and `exit_path` one of `EXIT_PATHS`; None leaves them to the chain's
+    preset (`presets`) or the backend's default. `c0_decimals` is for a chain that deploys
     its own contracts (the devnet): the decimals its c0 gets (None: 18); every other
     chain's c0 answers its own.
     """
@@ -65,22 +76,41 @@ class ChainConfig:
     minter_key: str | None = field(default=None, repr=False)
     state_path: str | None = None
     confirmations: int | None = None
+    rail: str | None = None
+    exit_path: str | None = None
     c0_decimals: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.exit_path is not None and self.exit_path not in EXIT_PATHS:
+            raise ValueError(
+                f"chain {self.chain_id}: exit_path must be one of {', '.join(EXIT_PATHS)},"
+                f" got {self.exit_path!r}"
+            )
+        if self.rail is not None and not (isinstance(self.rail, str) and self.rail.strip()):
+            raise ValueError(f"chain {self.chain_id}: rail must be a non-empty name")
+        if self.c0_decimals is not None and type(self.c0_decimals) is not int:
+            raise ValueError(
+                f"chain {self.chain_id}: c0_decimals must be a whole number,"
+                f" got {self.c0_decimals!r}"
+            )
 
     @classmethod
     def parse(cls, chain_id: int, spec: str | Mapping[str, Any] | ChainConfig) -> ChainConfig:
-        """From a URL, or a mapping ``{"url": ..., "addresses": {...}, "tokens": [...]}``
-        (also ``minter_key``, ``confirmations`` and ``c0_decimals``)."""
+        """From a URL (``rail``, ``exit_path`` and ``c0_decimals`` may ride in its query:
+        ``https://rpc.example?rail=ethereum``, ``devnet://?c0_decimals=6``), or a mapping
+        ``{"url": ..., "addresses": {...}, "tokens": [...]}`` (also ``minter_key``,
+        ``confirmations``, ``rail``, ``exit_path`` and ``c0_decimals``, which win over the
+        URL's)."""
         if isinstance(spec, ChainConfig):
             return spec
         if isinstance(spec, str):
-            return cls(chain_id, spec)
+            spec = {"url": spec}
+        url, from_url = _split_settings(str(spec["url"]))
         addresses = {k: str(v).lower() for k, v in dict(spec.get("addresses", {})).items()}
         unknown = set(addresses) - set(ADDRESS_KEYS)
         if unknown:
             raise ValueError(f"unknown chain address keys: {', '.join(sorted(unknown))}")
-        settings = {"url", "addresses", "tokens", "minter_key", "confirmations", "c0_decimals"}
-        unknown = set(spec) - settings
+        unknown = set(spec) - set(_SETTINGS)
         if unknown:
             raise ValueError(f"unknown chain settings: {', '.join(sorted(unknown))}")
         tokens = tuple(str(t).lower() for t in spec.get("tokens", ()))
@@ -88,18 +118,35 @@ class ChainConfig:
         confirmations = spec.get("confirmations")
         if confirmations is not None and (type(confirmations) is not int or confirmations < 0):
             raise ValueError(f"confirmations must be a whole number >= 0, got {confirmations!r}")
-        c0_decimals = spec.get("c0_decimals")
-        if c0_decimals is not None and type(c0_decimals) is not int:
-            raise ValueError(f"c0_decimals must be a whole number, got {c0_decimals!r}")
+        named = {**from_url, **{k: spec[k] for k in URL_SETTINGS if spec.get(k) is not None}}
         return cls(
             int(chain_id),
-            str(spec["url"]),
+            url,
             addresses,
             tokens,
             minter and str(minter),
             confirmations=confirmations,
-            c0_decimals=c0_decimals,
+            **named,
         )
+
+
+def _split_settings(url: str) -> tuple[str, dict[str, Any]]:
+    """`url` without the query parameters of `URL_SETTINGS`, and their values (the rest
+    of the query, an RPC provider's own parameters, stays in the URL)."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if not parts.query:
+        return url, {}
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    named: dict[str, Any] = {k: v for k, v in pairs if k in URL_SETTINGS}
+    text = named.get("c0_decimals")
+    if text is not None:  # a number in the query's text
+        named["c0_decimals"] = int(text) if text.isascii() and text.isdigit() else text
+    if not named:
+        return url, {}
+    kept = urlencode([(k, v) for k, v in pairs if k not in URL_SETTINGS])
+    return urlunsplit(parts._replace(query=kept)), named
 
 
 @dataclass(frozen=True)
@@ -143,6 +190,23 @@ class Chain(ABC):
     tokens: Sequence[str]  # ERC-20 addresses reported by balances, USDC/USDT/c0 first
     #: Blocks on top of a log's block before a deposit counts (`ChainConfig.confirmations`).
     confirmations: int = 12
+    #: The fiat provider's payment rail for this chain (`ChainConfig.rail`); None: none.
+    rail: str | None = None
+    #: How c0 is exchanged back into a stablecoin here (one of `EXIT_PATHS`).
+    exit_path: str = "swap"
+
+    def address(self, key: str) -> str:
+        """The address of `key` (of `ADDRESS_KEYS`) on this chain; 409 naming the
+        setting when the chain has none (c0 has no public address, Sepolia no USDT)."""
+        found = self.addresses.get(key)
+        if found is None:
+            setting = f"chains.{self.chain_id}.addresses.{key}"
+            raise Conflict(
+                f"chain {self.chain_id} has no {key} address: set {setting}"
+                f' ([chains.{self.chain_id}.addresses] {key} = "0x…")',
+                {"setting": setting},
+            )
+        return found
 
     @classmethod
     @abstractmethod

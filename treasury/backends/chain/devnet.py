@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any, Self, cast
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from web3 import Web3
 from web3.exceptions import ContractLogicError, Web3RPCError
@@ -41,6 +41,7 @@ from ._deploy import check_c0_decimals, contract_addresses, decimals, deploy_con
 from ._ledger import Ledger
 from ._node import Node, RpcError
 from .base import Chain, ChainConfig, Log, Receipt, Reverted, Topic
+from .presets import RAILS
 from .rpc import _log, _raise, _receipt
 
 __all__ = ["DevnetChain"]
@@ -64,9 +65,11 @@ class DevnetChain(Chain):
         tokens: Sequence[str] = (),
         state_path: str | None = None,
         confirmations: int | None = None,
+        rail: str | None = None,
         c0_decimals: int | None = None,
     ) -> None:
         self.chain_id = chain_id
+        self.rail = rail or RAILS.get(chain_id)
         if confirmations is not None:
             self.confirmations = confirmations
         self.state_path = state_path
@@ -103,17 +106,20 @@ class DevnetChain(Chain):
     def from_config(cls, config: ChainConfig) -> Self:
         if config.addresses:
             raise ValueError("devnet:// deploys its own contracts; do not configure addresses")
+        if config.exit_path not in (None, "swap"):
+            raise ValueError("devnet:// exchanges c0 through its facility's swap: exit_path = swap")
         url = urlsplit(config.url)
+        if url.query:  # `ChainConfig.parse` took the settings it knows out of the URL
+            raise ValueError(f"unknown devnet:// URL settings: {url.query}")
         path = unquote(url.path).removeprefix("/") or config.state_path
-        c0_decimals = _query_decimals(url.query)
-        if None not in (c0_decimals, config.c0_decimals) and c0_decimals != config.c0_decimals:
-            raise ValueError(
-                f"c0_decimals is {c0_decimals} in the URL but {config.c0_decimals} in the"
-                " chain's settings"
-            )
-        if c0_decimals is None:
-            c0_decimals = config.c0_decimals
-        return cls(config.chain_id, config.tokens, path or None, config.confirmations, c0_decimals)
+        return cls(
+            config.chain_id,
+            config.tokens,
+            path or None,
+            config.confirmations,
+            rail=config.rail,
+            c0_decimals=config.c0_decimals,
+        )
 
     # -- the Chain interface --------------------------------------------------------
 
@@ -229,21 +235,6 @@ class DevnetChain(Chain):
                 raise Reverted(f"Execution reverted: {reason}" if reason else None) from e
             except Web3RPCError as e:
                 raise UpstreamError(f"devnet refused the request: {e.message}") from e
-
-
-def _query_decimals(query: str) -> int | None:
-    """The ``c0_decimals`` of a devnet URL's query (``devnet://?c0_decimals=6``), if set;
-    any other key is a `ValueError`."""
-    values = parse_qs(query, keep_blank_values=True)
-    unknown = set(values) - {"c0_decimals"}
-    if unknown:
-        raise ValueError(f"unknown devnet:// URL settings: {', '.join(sorted(unknown))}")
-    given = values.get("c0_decimals")
-    if given is None:
-        return None
-    if len(given) != 1 or not (given[0].isascii() and given[0].isdigit()):
-        raise ValueError(f"c0_decimals in a devnet:// URL must be one whole number, got {given}")
-    return check_c0_decimals(int(given[0]))
 
 
 class _NodeProvider(BaseProvider):

@@ -6,6 +6,9 @@ sends one batch request per `BATCH_SIZE` hashes, so indexing 10,000 transactions
 JSON-RPC errors become `UpstreamError`; reverts (JSON-RPC code 3, or an "execution
 reverted" message) become `Reverted` with the decoded reason.
 
+A chain of `presets` (Ethereum, Sepolia) starts from its public addresses, rail and
+exit path; configured values override them.
+
 Configured with a ``minter_key`` (an anvil node started by ``treasury devnet``),
 `RpcChain.from_config` opens a `MintingRpcChain`: a test chain (`minting.MintingChain`) that
 mints with that key, and whose deposits count at once (`confirmations` 0) unless the
@@ -36,6 +39,7 @@ from .base import (
     Reverted,
     Topic,
 )
+from .presets import with_preset
 
 __all__ = ["BATCH_SIZE", "MintingRpcChain", "RpcChain"]
 
@@ -52,6 +56,7 @@ class RpcChain(Chain):
     """
 
     def __init__(self, config: ChainConfig, *, client: httpx.Client | None = None) -> None:
+        config = with_preset(config)
         required = [k for k in ADDRESS_KEYS if k not in OPTIONAL_ADDRESS_KEYS]
         missing = [k for k in required if k not in config.addresses]
         if missing:
@@ -69,10 +74,13 @@ class RpcChain(Chain):
         port = f":{parts.port}" if parts.port else ""
         self._where = f"chain {config.chain_id} at {parts.scheme}://{parts.hostname}{port}"
         self.addresses = {k: addresses[k].lower() for k in ADDRESS_KEYS if k in addresses}
-        core = [self.addresses[k] for k in ("USDC", "USDT", "c0")]
+        core = [self.addresses[k] for k in ("USDC", "USDT", "c0") if k in self.addresses]
         self.tokens = core + [t.lower() for t in config.tokens if t.lower() not in core]
         if config.confirmations is not None:
             self.confirmations = config.confirmations
+        self.rail = config.rail
+        assert config.exit_path is not None  # with_preset settles it
+        self.exit_path = config.exit_path
         self._own_client = client is None
         self._client = client or httpx.Client(timeout=_TIMEOUT)
         self._ids = itertools.count(1)

@@ -25,9 +25,11 @@ Shapes used (all under the base URL)::
 On-ramp: ``ach_push``/usd → the chain's rail/usdc ``to_address`` (a pushed deposit names no
 account: it is matched by its ``deposit_message``); off-ramp: the chain's rail/usdc
 ``from_address`` → ``ach``/usd ``external_account_id``. The provider knows
-payment rails, not chain ids: chain 1 and local development chains (31337, 1337) are
-``ethereum``; 8453 ``base``, 137 ``polygon``, 42161 ``arbitrum``, 10 ``optimism``
-(``rails=`` adds or overrides); any other chain is refused before anything is sent.
+payment rails, not chain ids: a chain's rail is part of its configuration
+(`Chain.rail`: ``rail`` of ``[chains.<id>]``, else `presets.RAILS`: 1, 11155111 and local
+development chains ``ethereum``, 8453 ``base``, 137 ``polygon``, 42161 ``arbitrum``, 10
+``optimism``); ``rails=`` overrides it; a chain without a rail is refused before
+anything is sent.
 
 Onboarding (apidocs.bridge.xyz/platform/customers/customers/kyclinks): a business
 customer is created through a KYC link, whose response carries the customer's id, the
@@ -76,11 +78,13 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from ...errors import UpstreamError, ValidationError
+from ...errors import NotFound, UpstreamError, ValidationError
+from ..chain.presets import RAILS
 from .base import (
     APPROVED,
     BankDeposit,
     ExternalAccount,
+    FiatContext,
     FiatProvider,
     OffRamp,
     Onboarding,
@@ -93,16 +97,6 @@ __all__ = ["API_KEY_ENV", "RAILS", "HttpFiat"]
 
 #: The environment variable that holds the provider's API key.
 API_KEY_ENV = "TREASURY_FIAT_API_KEY"
-#: Payment rail of each chain id (the provider names chains by rail).
-RAILS: Mapping[int, str] = {
-    1: "ethereum",
-    31337: "ethereum",  # local development chains settle as Ethereum
-    1337: "ethereum",
-    8453: "base",
-    137: "polygon",
-    42161: "arbitrum",
-    10: "optimism",
-}
 #: Transfers asked for in one page of the provider's list (its maximum).
 PAGE = 100
 _TIMEOUT = httpx.Timeout(30.0, connect=5.0)
@@ -149,7 +143,8 @@ class HttpFiat(FiatProvider):
         self._base = url.rstrip("/")
         port = f":{parts.port}" if parts.port else ""
         self._where = f"fiat provider at {parts.scheme}://{parts.hostname}{port}"
-        self._rails = {**RAILS, **(rails or {})}
+        self._rails = dict(rails or {})
+        self._context: FiatContext | None = None
         self._wallet_chain = wallet_chain
         self._contact_email = contact_email
         self._own_client = client is None
@@ -161,6 +156,9 @@ class HttpFiat(FiatProvider):
 
     def __repr__(self) -> str:
         return f"HttpFiat({self._base!r})"
+
+    def bind(self, context: FiatContext) -> None:
+        self._context = context  # the chains, whose configuration names their rails
 
     def close(self) -> None:
         if self._own_client:
@@ -364,7 +362,16 @@ class HttpFiat(FiatProvider):
             query = {"limit": str(PAGE), "starting_after": rows[-1]["id"]}
 
     def _rail(self, chain_id: int) -> str:
+        """``rails=``, else the rail of the chain's configuration (`Chain.rail`), else the
+        default rail of its chain id (unbound: no configuration to read)."""
         rail = self._rails.get(chain_id)
+        if rail is None and self._context is not None:
+            try:
+                rail = self._context.chain(chain_id).rail
+            except NotFound:  # not a configured chain
+                rail = None
+        elif rail is None:
+            rail = RAILS.get(chain_id)
         if rail is None:
             raise UpstreamError(f"the fiat provider has no payment rail for chain {chain_id}")
         return rail
