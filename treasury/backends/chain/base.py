@@ -81,6 +81,11 @@ class ChainConfig:
     c0_decimals: int | None = None
 
     def __post_init__(self) -> None:
+        url, named = _split_settings(self.url)  # built directly, not by `parse`
+        for key, value in named.items():
+            if getattr(self, key) is None:  # a field given wins over the URL's
+                object.__setattr__(self, key, value)
+        object.__setattr__(self, "url", url)
         if self.exit_path is not None and self.exit_path not in EXIT_PATHS:
             raise ValueError(
                 f"chain {self.chain_id}: exit_path must be one of {', '.join(EXIT_PATHS)},"
@@ -133,7 +138,7 @@ class ChainConfig:
 def _split_settings(url: str) -> tuple[str, dict[str, Any]]:
     """`url` without the query parameters of `URL_SETTINGS`, and their values (the rest
     of the query, an RPC provider's own parameters, stays in the URL)."""
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+    from urllib.parse import parse_qsl, urlencode, urlsplit
 
     parts = urlsplit(url)
     if not parts.query:
@@ -146,7 +151,10 @@ def _split_settings(url: str) -> tuple[str, dict[str, Any]]:
     if not named:
         return url, {}
     kept = urlencode([(k, v) for k, v in pairs if k not in URL_SETTINGS])
-    return urlunsplit(parts._replace(query=kept)), named
+    # the query replaced in the text: urlunsplit would drop the "//" of "devnet://"
+    head, _, fragment = url.partition("#")
+    base = head.partition("?")[0] + (f"?{kept}" if kept else "")
+    return base + (f"#{fragment}" if fragment else ""), named
 
 
 @dataclass(frozen=True)
