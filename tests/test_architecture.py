@@ -36,6 +36,8 @@ OWNED = {
     "swaps": set(),
     "yields": {"yield_snapshots", "yield_balances", "yield_periods", "yield_leaves"},
     "webhooks": {"webhooks", "webhook_deliveries", "webhook_attempts", "webhook_resends", "events"},
+    "policy": {"policies"},
+    "audit": {"audit_events", "audit_heads"},
 }
 #: Every table the migrations create.
 TABLES = {

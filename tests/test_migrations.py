@@ -11,6 +11,15 @@ from treasury.errors import Conflict
 from .conftest import MASTER_KEY, make_tenant, on_postgres, open_storage
 from .helpers import address
 
+#: Migrations today's code writes on every change it makes (the audit log, the keys'
+#: scopes), whatever the rest of the schema: an "earlier version" here has them too.
+ALWAYS = (15,)
+
+
+def earlier(migrations: list[tuple[int, str, list[str]]]) -> list[tuple[int, str, list[str]]]:
+    """The schema of an earlier version (`migrations`, the ones before), with `ALWAYS`."""
+    return migrations + [m for m in schema.MIGRATIONS if m[0] in ALWAYS]
+
 
 def tables_query() -> str:
     if on_postgres():
@@ -22,7 +31,7 @@ def tables_query() -> str:
 
 
 def test_recipients_and_their_numbers_survive_migrations_6_and_8(storage_url, monkeypatch):
-    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:5])  # the version before
+    monkeypatch.setattr(schema, "MIGRATIONS", earlier(schema.MIGRATIONS[:5]))
     old = Treasury.open(open_storage(storage_url), master_key=MASTER_KEY, chains={})
     org = make_tenant(old).org
     with old.storage.transaction() as tx:  # recipients as version 5 wrote them
@@ -51,7 +60,7 @@ def test_recipients_and_their_numbers_survive_migrations_6_and_8(storage_url, mo
 
 
 def test_idempotency_keys_survive_migration_9(storage_url, monkeypatch):
-    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:8])  # the version before
+    monkeypatch.setattr(schema, "MIGRATIONS", earlier(schema.MIGRATIONS[:8]))
     old = Treasury.open(open_storage(storage_url), master_key=MASTER_KEY, chains={})
     org = make_tenant(old).org
     first = org.recipients.create(address=address(), label="Kept", idempotency_key="k1")
@@ -76,7 +85,7 @@ def test_wallets_and_their_transactions_survive_migration_13(storage_url, monkey
     from .test_custody_plugin import MemoryCustody
 
     before = [number for number, _, _ in schema.MIGRATIONS].index(13)
-    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:before])
+    monkeypatch.setattr(schema, "MIGRATIONS", earlier(schema.MIGRATIONS[:before]))
     old = Treasury.open(open_storage(storage_url), master_key=MASTER_KEY, chains={})
     org = make_tenant(old).org
     kept = org.wallets.create(label="Kept", idempotency_key="w1")
@@ -113,4 +122,28 @@ def test_wallets_and_their_transactions_survive_migration_13(storage_url, monkey
     assert moved is not None and moved["number"] == kept.id  # still the kept wallet's
     with pytest.raises(Conflict):  # the live address stays unique after the rebuild
         org.wallets.track(address=kept.address, label="Again")
+    new.close()
+
+
+def test_keys_made_before_scopes_keep_full_access(storage_url, monkeypatch):
+    from treasury._infra.crypto import hash_secret
+
+    before = [number for number, _, _ in schema.MIGRATIONS].index(15)
+    storage = open_storage(storage_url)
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:before])
+    schema.migrate(storage, now="2026-01-01T00:00:00.000000Z")
+    monkeypatch.undo()
+    secret = "trk_0123456789abcdef_" + "s" * 43
+    with storage.transaction() as tx:  # an organization and a key as version 13 wrote them
+        tx.execute("INSERT INTO organizations (id, name, created_at) VALUES ('o1', 'Old', '2026')")
+        tx.execute(
+            "INSERT INTO api_keys (id, org_id, user_id, secret_hash, created_at)"
+            " VALUES ('key_0123456789abcdef', 'o1', 'u', ?, '2026')",
+            (hash_secret(secret),),
+        )
+    new = Treasury.open(storage, master_key=MASTER_KEY, chains={})
+    org = new.for_api_key(secret)
+    assert org.scopes == ("admin",)
+    assert new.admin.list_api_keys("o1")[0].scopes == ["admin"]
+    org.webhooks.list()  # an admin-only operation
     new.close()

@@ -51,12 +51,17 @@ def live(module_storage_url: str) -> Iterator[dict[str, Any]]:
                  wallet_address=None, data={}, now=t.now().isoformat())  # fmt: skip
         delivery = tenant.org.webhooks.deliveries(hook.id).data[0].id
         moved = tenant.org.transfers.create(onramp(bank, wallet.address), idempotency_key="t")
+        tenant.org.policy.put(approval_threshold="500")  # two to decide, by another user
+        creator = t.for_organization(tenant.org.id, user_id="creator").transfers
+        awaiting = [creator.create(onramp(bank, wallet.address, "500")) for _ in range(2)]
+        tenant.org.policy.put()
         t.chain(CHAIN).faucet(wallet.address, "c0", "1")
         period = t.close_yield_period()  # a published period to read whole
         assert period is not None
         yield {
             "client": client, "t": t, "wallet": wallet, "hook": hook, "gone": gone,
             "bank": bank, "transfer": moved, "delivery": delivery, "period": period.period_id,
+            "awaiting": awaiting,
         }  # fmt: skip
     t.close()
 
@@ -73,7 +78,12 @@ def samples(live: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
     return {
         "transfers.create": ("POST", "/v1/transfers", {"json": onramp(bank, wallet.address), "headers": idem()}),
         "transfers.list": ("GET", "/v1/transfers?limit=10", {}),
+        "transfers.export": ("GET", "/v1/transfers/export?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z", {}),
         "transfers.get": ("GET", f"/v1/transfers/{transfer.id}", {}),
+        "transfers.approve": ("POST", f"/v1/transfers/{live['awaiting'][0].id}/approve", {}),
+        "transfers.reject": ("POST", f"/v1/transfers/{live['awaiting'][1].id}/reject", {}),
+        "policy.get": ("GET", "/v1/policy", {}),
+        "policy.put": ("PUT", "/v1/policy", {"json": {"dailyLimit": "1000000", "destinations": "any"}}),
         "virtual_account.get": ("GET", "/v1/virtual-account", {}),
         "virtual_wallet.get": ("GET", "/v1/virtual-wallet", {}),
         "wallets.create": ("POST", "/v1/wallets", {"json": {}, "headers": idem()}),
@@ -104,6 +114,7 @@ def samples(live: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
         "balances.get": ("GET", f"/v1/{CHAIN}/balances/{wallet.address}", {}),
         "yields.estimate": ("GET", f"/v1/{CHAIN}/yield/estimate?address={wallet.address}", {}),
         "yields.get": ("GET", f"/v1/{CHAIN}/yield?address={wallet.address}", {}),
+        "audit_events.list": ("GET", "/v1/audit-events?limit=5", {}),
         "test_helpers.faucet": ("POST", f"/v1/test-helpers/{CHAIN}/faucet", {"json": {"address": wallet.address, "token": "USDC", "amount": "2"}}),
     }  # fmt: skip
 

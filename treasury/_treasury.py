@@ -1,15 +1,23 @@
 """`Treasury`: the framework-agnostic core every front end (HTTP, CLI, notebooks) uses;
-`OrganizationHandle`: one organization's operations; `JOBS`: the background work."""
+`OrganizationHandle`: one organization's operations; `JOBS`: the background work.
+
+The handle is the one place a call is authorised and audited: each method of the table
+of operations, reached through it, first needs its operation's scope (`Forbidden`
+otherwise), and a call of an operation that changes state runs as an audited call
+(`treasury._infra.audit.run`): one event, in the transaction of its change."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
+import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
-from ._infra import plugins
+from ._infra import audit, plugins
 from ._infra.chains import ChainRegistry, ChainSpec
 from ._infra.clock import Clock, system_clock
 from ._infra.crypto import CUSTODY_KEYS, SecretBox, resolve_master_key
@@ -19,6 +27,8 @@ from ._infra.ratelimit import Quota, RateLimiter
 from ._infra.runtime import Runtime, Scope
 from ._infra.schema import migrate
 from .admin import Admin
+from .admin.scopes import DEFAULT, grants
+from .audit import AuditEvents, BrokenLink, verify_chains
 from .backends.custody.base import Custody, CustodyContext
 from .backends.fiat.base import FiatContext, FiatProvider
 from .backends.storage.base import Storage
@@ -27,14 +37,16 @@ from .bank_accounts import BankAccounts
 from .bank_accounts.operations import finish_registrations
 from .config import Settings
 from .deposits import detect_deposits
-from .errors import AuthenticationError
+from .errors import AuthenticationError, Forbidden
 from .evm.signing import Signer
+from .policy import Policies
 from .recipients import Recipients
 from .swaps import Swaps
 from .test_helpers import TestHelpers
 from .transactions import Transactions
 from .transactions.indexer import index_transactions
 from .transfers import Transfers
+from .transfers.approvals import expire_approvals, start_approved_transfers
 from .transfers.jobs import advance_transfers, finish_transfers, heal_nonce_holes
 from .transfers.sweep import sweep_virtual_wallets
 from .virtual import VirtualAccountGroup, VirtualWalletGroup
@@ -47,10 +59,15 @@ from .yields.models import YieldPeriod
 from .yields.publication import publish_yield_periods
 from .yields.snapshots import snapshot_yields
 
+if TYPE_CHECKING:
+    from .operations import Operation
+
 #: The background jobs, in the order a pass runs them. Adding a job is adding an entry.
 JOBS: tuple[Job, ...] = (
     Job("finish_bank_account_registrations", finish_registrations),
     Job("finish_transfers", finish_transfers),
+    Job("expire_transfer_approvals", expire_approvals),
+    Job("start_approved_transfers", start_approved_transfers),
     Job("index_transactions", index_transactions),
     Job("advance_transfers", advance_transfers),
     Job("heal_nonce_holes", heal_nonce_holes),
@@ -64,10 +81,12 @@ JOBS: tuple[Job, ...] = (
 
 
 G = TypeVar("G")
+T = TypeVar("T")
 
 
 class _Group(Generic[G]):
-    """A resource group of the handle, made on first use (most requests use one)."""
+    """A resource group of the handle, made on first use (most requests use one), its
+    public methods guarded by the handle (`_guard`)."""
 
     def __init__(self, make: Callable[[Scope], G]) -> None:
         self._make = make
@@ -77,7 +96,57 @@ class _Group(Generic[G]):
 
     def __get__(self, handle: OrganizationHandle, owner: type | None = None) -> G:
         group = handle.__dict__[self._name] = self._make(handle.scope)
+        for method in _public_methods(type(group)):
+            setattr(group, method, _guard(group, self._name, method, handle))
         return group
+
+
+def _guard(group: object, name: str, method: str, handle: OrganizationHandle) -> Any:
+    """`group.method` as the handle gives it out (an attribute of the instance, over the
+    class's method): a method of the table of operations runs through
+    `OrganizationHandle.run`; another public method needs the ``admin`` scope."""
+    operation = _controls().get((name, method))
+
+    @functools.wraps(getattr(group, method))
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        bound = getattr(type(group), method).__get__(group)
+        if operation is None:
+            handle.require("admin")
+            return bound(*args, **kwargs)
+        return handle.run(operation, lambda: bound(*args, **kwargs), path=args)
+
+    return guarded
+
+
+_PUBLIC_METHODS: dict[type, tuple[str, ...]] = {}
+
+
+def _public_methods(group: type) -> tuple[str, ...]:
+    """The public methods of a group's class (found once per class)."""
+    found = _PUBLIC_METHODS.get(group)
+    if found is None:
+        found = _PUBLIC_METHODS[group] = tuple(
+            name
+            for name in dir(group)
+            if not name.startswith("_") and inspect.isfunction(getattr(group, name))
+        )
+    return found
+
+
+@functools.cache
+def _controls() -> dict[tuple[str, ...], Operation[Any]]:
+    """Each method of the table of operations (a list's `chunks` too), by its group and
+    name: its operation. Read when first needed (see `_idempotent_operations`)."""
+    from .operations import OPERATIONS
+
+    found: dict[tuple[str, ...], Operation[Any]] = {}
+    for operation in OPERATIONS:
+        if operation.public:
+            continue
+        found.setdefault(operation.method_path, operation)
+        if operation.chunks_path is not None:
+            found.setdefault(operation.chunks_path, operation)
+    return found
 
 
 class OrganizationHandle:
@@ -95,13 +164,68 @@ class OrganizationHandle:
     virtual_account = _Group(VirtualAccountGroup)
     virtual_wallet = _Group(VirtualWalletGroup)
     test_helpers = _Group(TestHelpers)
+    policy = _Group(Policies)
+    audit_events = _Group(AuditEvents)
 
-    def __init__(self, scope: Scope, api_key_id: str | None = None):
+    def __init__(
+        self,
+        scope: Scope,
+        api_key_id: str | None = None,
+        scopes: Sequence[str] = DEFAULT,
+    ):
         self.scope = scope
         self.id = scope.org_id
         self.user_id = scope.user_id
         self.api_key_id = api_key_id
+        #: What the key may do (`treasury.admin.scopes`); ``admin`` without a key.
+        self.scopes = tuple(scopes)
         self.quota: Quota | None = None  # set by `Treasury.authenticate`
+
+    def require(self, scope: str | None) -> None:
+        """Nothing if the key's scopes grant `scope`, else the 403 naming it."""
+        if scope is not None and not grants(self.scopes, scope):
+            raise Forbidden(required_scope=scope)
+
+    def run(
+        self,
+        operation: Operation[Any],
+        action: Callable[[], T],
+        *,
+        path: Sequence[Any] | Mapping[str, Any] = (),
+        request_id: str | None = None,
+    ) -> T:
+        """Run `action`, a call of `operation` (an `Operation` of the table) with its
+        `path` parameters, as this handle: its scope checked first, and audited when it
+        changes state (refused calls too). A front end runs its requests through here
+        (with their `request_id`); the groups' methods do too, and within a request
+        they are part of it."""
+        if not operation.mutating:
+            self.require(operation.scope)
+            return action()
+        if audit.running():  # within a request (HTTP): part of its call
+            self.require(operation.scope)
+            return audit.within(action)
+        from .operations import object_id_of
+
+        call = audit.Call(
+            runtime=self.scope.runtime,
+            org_id=self.id,
+            actor=audit.ADMIN
+            if self.api_key_id is None
+            else audit.Actor(self.api_key_id, self.user_id),
+            operation=operation.name,
+            object_type=operation.object_type,
+            status=operation.status,
+            request_id=request_id,
+            object_id=object_id_of(operation, path),
+            identify=lambda result: object_id_of(operation, (), result),
+        )
+
+        def checked() -> T:
+            self.require(operation.scope)
+            return action()
+
+        return audit.run(call, checked)
 
     def require_chain(self, chain_id: int) -> None:
         """Nothing if `chain_id` is configured, else the 404 of an unsupported chain."""
@@ -191,7 +315,8 @@ class Treasury:
     def for_api_key(self, secret: str | None) -> OrganizationHandle:
         """The organization a key belongs to; 401-type errors exactly as the specification."""
         key = self.admin.verified(secret)
-        return OrganizationHandle(Scope(self._runtime, key["org_id"], key["user_id"]), key["id"])
+        scope = Scope(self._runtime, key["org_id"], key["user_id"], key["id"])
+        return OrganizationHandle(scope, key["id"], json.loads(key["scopes"]))
 
     def authenticate(self, secret: str | None, *, client: str = "unknown") -> OrganizationHandle:
         """`for_api_key` plus one request counted (HTTP use): against the key, whose
@@ -210,6 +335,11 @@ class Treasury:
         """Trusted in-process access to an organization, without an API key."""
         self.admin.get_organization(org_id)
         return OrganizationHandle(Scope(self._runtime, org_id, user_id))
+
+    def verify_audit_log(self) -> tuple[int, BrokenLink | None]:
+        """Check every organization's audit chain: the number of events checked and the
+        first broken link (None when every chain holds)."""
+        return verify_chains(self._runtime.storage)
 
     def close_yield_period(self, chain_id: int | None = None) -> YieldPeriod | None:
         """Try a distribution now, on a chain that can mint (default: the primary chain):

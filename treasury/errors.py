@@ -8,6 +8,7 @@ back into the same class with `error_class`::
     TreasuryError                      500  base class; .status .message .details .headers
     ├── ValidationError                400  invalid input; .details["fields"] lists each field
     ├── AuthenticationError            401  API key required / Unauthorized / API key expired
+    ├── Forbidden                      403  the key may not do this: a scope it lacks (.required_scope), four-eyes
     ├── NotFound                       404  unknown resource, or another organization's
     ├── MethodNotAllowed               405  .allow: the methods the path takes (header Allow)
     ├── Conflict                       409  duplicate resource (recipient, tracked wallet)
@@ -28,6 +29,7 @@ from typing import Any, ClassVar
 __all__ = [
     "AuthenticationError",
     "Conflict",
+    "Forbidden",
     "IdempotencyInFlight",
     "IdempotencyKeyReused",
     "MethodNotAllowed",
@@ -121,6 +123,24 @@ class ValidationError(TreasuryError):
 class AuthenticationError(TreasuryError):
     status = 401
     default_message = "Unauthorized"
+
+
+class Forbidden(TreasuryError):
+    """The API key may not do this: it lacks the operation's scope
+    (``details.required_scope``), or a rule of the policy refuses it (four-eyes)."""
+
+    status = 403
+    default_message = "Forbidden"
+
+    def __init__(self, message: str | None = None, *, required_scope: str | None = None):
+        details = None if required_scope is None else {"required_scope": required_scope}
+        super().__init__(message, details)
+        self.required_scope = required_scope
+
+    @classmethod
+    def rebuild(cls, message: str | None, details: dict[str, Any] | None) -> TreasuryError:
+        scope = (details or {}).get("required_scope")
+        return cls(message, required_scope=None if scope is None else str(scope))
 
 
 class NotFound(TreasuryError):
@@ -233,6 +253,7 @@ class UpstreamError(TreasuryError):
 _CLASSES: tuple[type[TreasuryError], ...] = (
     ValidationError,
     AuthenticationError,
+    Forbidden,
     NotFound,
     MethodNotAllowed,
     Conflict,

@@ -9,6 +9,11 @@ own (``"wallets.create"``). The HTTP blueprint is generated from this table, the
 idempotency fingerprint uses the name, and the OpenAPI document and the typed client
 read it too; no other module repeats a path or a status.
 
+Each operation requires a scope of the API key (`scope`: ``read``, ``payments``,
+``approve`` or ``admin``), given by DESIGN's rule (`scope_by_rule`) unless a row says
+otherwise; the organization's handle checks it before anything else. Every operation
+whose method is not GET changes state (`mutating`): each call appends one audit event.
+
 One method and path may be two operations when a query parameter selects the second
 (`selected_by`): ``GET /yield/artifacts`` lists, and with ``periodId`` answers one period.
 
@@ -21,6 +26,7 @@ it: path parameters in order, then the body, then query parameters and
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -34,6 +40,7 @@ from ._infra.idempotency import key_problem
 from ._infra.models import (
     Address,
     ChainId,
+    CsvTable,
     Deleted,
     ListOf,
     ListQuery,
@@ -43,15 +50,19 @@ from ._infra.models import (
 )
 from ._infra.validation import field_errors, value_errors
 from ._records.transactions import TxHash
+from .admin.scopes import ApiScope
+from .audit import AuditEvent, AuditEvents
 from .balances import Balances, TokenBalance
 from .bank_accounts import BankAccount, BankAccountRow, BankAccounts, CreateBankAccount
 from .errors import ValidationError
+from .policy import Policies, Policy, SetPolicy
 from .recipients import CreateRecipient, Recipient, Recipients, UpdateRecipient
 from .swaps import Prepared, PrepareSwap, Swaps
 from .test_helpers import Faucet, Funded, TestHelpers
 from .transactions import Recorded, RecordTransaction, Transaction, Transactions
 from .transactions.models import TransactionsQuery
 from .transfers import CreateTransfer, Transfer, Transfers
+from .transfers.models import EXPORT, ExportQuery
 from .virtual import VirtualAccount, VirtualAccountGroup, VirtualWallet, VirtualWalletGroup
 from .wallets import (
     CreateWallet,
@@ -88,6 +99,8 @@ class Handle(Protocol):
     """What an organization's operations run on: its handle (`OrganizationHandle`)."""
 
     @property
+    def audit_events(self) -> AuditEvents: ...
+    @property
     def transfers(self) -> Transfers: ...
     @property
     def virtual_account(self) -> VirtualAccountGroup: ...
@@ -111,6 +124,8 @@ class Handle(Protocol):
     def balances(self) -> Balances: ...
     @property
     def test_helpers(self) -> TestHelpers: ...
+    @property
+    def policy(self) -> Policies: ...
     def require_chain(self, chain_id: int) -> None: ...
 
 
@@ -150,7 +165,7 @@ class _Reached:
 @dataclass(frozen=True)
 class Operation(Generic[R]):
     name: str
-    method: Literal["GET", "POST", "PATCH", "DELETE"]
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
     path: str
     response: type[R]
     #: The method it runs, from an organization's handle (None: a public operation).
@@ -172,7 +187,12 @@ class Operation(Generic[R]):
     #: The query parameter (as sent) that selects this operation over the one of the
     #: same method and path without it.
     selected_by: str | None = None
+    #: An answer written as CSV (``text/csv``): the items of `chunks`, one row each.
+    csv: CsvTable[Any] | None = None
     summary: str = ""
+    #: The scope an API key needs for it; None in a row: DESIGN's rule (`scope_by_rule`).
+    #: A public operation needs none.
+    scope: ApiScope | None = None
 
     def __post_init__(self) -> None:
         named = tuple(PATH_PARAM.findall(self.path))
@@ -180,6 +200,10 @@ class Operation(Generic[R]):
             raise ValueError(f"{self.name}: path_params must be {named}, in that order")
         if (self.runs is None) == (self.runs_public is None):
             raise ValueError(f"{self.name}: give exactly one of runs and runs_public")
+        if self.csv is not None and self.chunks is None:
+            raise ValueError(f"{self.name}: a CSV answer is written from chunks")
+        if self.scope is None and not self.public:
+            object.__setattr__(self, "scope", scope_by_rule(self.method, self.path))
 
     @property
     def public(self) -> bool:
@@ -187,10 +211,29 @@ class Operation(Generic[R]):
         return self.runs_public is not None
 
     @property
+    def mutating(self) -> bool:
+        """Whether it changes state (every method but GET): each call is audited."""
+        return self.method != "GET"
+
+    @property
+    def object_type(self) -> str:
+        """What its audit events name as their object: its group, singular
+        (``"transfers.create"``: ``"transfer"``)."""
+        group = self.name.partition(".")[0]
+        return group.removesuffix("s")
+
+    @property
     def method_path(self) -> tuple[str, ...]:
         """The attributes its method is reached by from its root (``("transfers",
         "create")``): its name in Python."""
         return cast(_Reached, self.handler(cast(Handle, _Reached()))).path
+
+    @property
+    def chunks_path(self) -> tuple[str, ...] | None:
+        """Like `method_path`, for its `chunks` method (None without one)."""
+        if self.chunks is None:
+            return None
+        return cast(_Reached, self.chunks(cast(Handle, _Reached()))).path
 
     def handler(self, root: Handle | Public) -> Callable[..., R]:
         """The bound method on `root`: an organization's handle, or for a public
@@ -199,6 +242,29 @@ class Operation(Generic[R]):
             return self.runs_public(cast(Public, root))
         assert self.runs is not None
         return self.runs(cast(Handle, root))
+
+
+#: The resources whose every operation needs ``admin``, and those whose changes need
+#: ``payments`` (the first segment of the path after a chain id).
+_ADMIN_ONLY = frozenset({"webhooks", "policy", "audit-events"})
+_PAYMENTS = frozenset(
+    {"wallets", "recipients", "bank-accounts", "transfers", "transactions", "deposit", "withdraw"}
+)
+
+
+def scope_by_rule(method: str, path: str) -> ApiScope:
+    """DESIGN's rule: ``read`` for every GET but those of webhooks, deliveries, policy and
+    the audit log; ``approve`` to approve or reject; ``payments`` for the other changes of
+    wallets, recipients, bank accounts, transfers, transactions and prepare; else ``admin``."""
+    segments = [part for part in path.split("/") if part and part != "{chainId}"]
+    resource = segments[0] if segments else ""
+    if resource in _ADMIN_ONLY:
+        return "admin"
+    if method == "GET":
+        return "read"
+    if segments[-1] in ("approve", "reject"):
+        return "approve"
+    return "payments" if resource in _PAYMENTS else "admin"
 
 
 def invoke(
@@ -240,6 +306,42 @@ def invoke(
     return operation.handler(root)(*args, **kwargs)
 
 
+def object_id_of(
+    operation: Operation[Any], path: Sequence[Any] | Mapping[str, Any], result: Any = None
+) -> str | None:
+    """The id of the object a call of `operation` acts on, for its audit event: its path's
+    object parameter (the first but a chain id) from `path` (the call's values, in order
+    or by name), else that of its group's other paths read from `result` (a new wallet's
+    ``address``, a new recipient's ``id``), also in a model the result holds."""
+    params = [param.name for param in operation.path_params if not param.chain]
+    if params:
+        index = [param.name for param in operation.path_params].index(params[0])
+        if isinstance(path, Mapping):
+            value = path.get(params[0])
+        else:
+            value = path[index] if len(path) > index else None
+        if value is not None:
+            return str(value)
+    if result is None:
+        return None
+    key = _object_keys().get(operation.name.partition(".")[0], "id")
+    holders = [result, *(v for v in vars(result).values() if isinstance(v, BaseModel))]
+    found = next((getattr(h, key) for h in holders if getattr(h, key, None) is not None), None)
+    return None if found is None else str(found)
+
+
+@functools.cache
+def _object_keys() -> dict[str, str]:
+    """Each group's object parameter: the first path parameter (but a chain id) of its
+    operations (``wallets``: ``address``; ``transactions``: ``hash``)."""
+    keys: dict[str, str] = {}
+    for operation in OPERATIONS:
+        named = [param.name for param in operation.path_params if not param.chain]
+        if named:
+            keys.setdefault(operation.name.partition(".")[0], named[0])
+    return keys
+
+
 def routes() -> list[list[Operation[Any]]]:
     """The operations of the table grouped by method and path, in table order: one HTTP
     route each (two operations when a query parameter selects the second)."""
@@ -275,6 +377,7 @@ def _problem(location: str, field_name: str, message: str) -> dict[str, str]:
 CHAIN = PathParam("chainId", ChainId, chain=True)
 ADDRESS = PathParam("address", Address)
 ROW_ID = PathParam("id", RowId)
+TRANSFER_ID = PathParam("id", uuid.UUID)
 
 OPERATIONS: tuple[Operation[Any], ...] = (
     Operation(
@@ -287,8 +390,32 @@ OPERATIONS: tuple[Operation[Any], ...] = (
         query=PageQuery, summary="The transfers feed, newest first",
     ),
     Operation(
+        "transfers.export", "GET", "/transfers/export", ListOf[Transfer],
+        lambda org: org.transfers.export, query=ExportQuery,
+        chunks=lambda org: org.transfers.export_chunks, csv=EXPORT,
+        summary="The feed between two times as CSV, oldest first",
+    ),
+    Operation(
         "transfers.get", "GET", "/transfers/{id}", Transfer, lambda org: org.transfers.get,
-        path_params=(PathParam("id", uuid.UUID),), summary="One transfer",
+        path_params=(TRANSFER_ID,), summary="One transfer",
+    ),
+    Operation(
+        "transfers.approve", "POST", "/transfers/{id}/approve", Transfer,
+        lambda org: org.transfers.approve, path_params=(TRANSFER_ID,),
+        summary="Approve a transfer awaiting approval (another user than its creator)",
+    ),
+    Operation(
+        "transfers.reject", "POST", "/transfers/{id}/reject", Transfer,
+        lambda org: org.transfers.reject, path_params=(TRANSFER_ID,),
+        summary="Reject a transfer awaiting approval (another user than its creator)",
+    ),
+    Operation(
+        "policy.get", "GET", "/policy", Policy, lambda org: org.policy.get,
+        summary="The organization's policy: approval threshold, daily limit, destinations",
+    ),
+    Operation(
+        "policy.put", "PUT", "/policy", Policy, lambda org: org.policy.put, body=SetPolicy,
+        summary="Replace the organization's policy",
     ),
     Operation(
         "virtual_account.get", "GET", "/virtual-account", VirtualAccount,
@@ -437,6 +564,11 @@ OPERATIONS: tuple[Operation[Any], ...] = (
         "yields.get", "GET", "/{chainId}/yield", YieldEstimate, lambda org: org.yields.estimate,
         query=YieldQuery, path_params=(CHAIN,),
         summary="Yield projection of a c0 balance (same as /yield/estimate)",
+    ),
+    Operation(
+        "audit_events.list", "GET", "/audit-events", Page[AuditEvent],
+        lambda org: org.audit_events.list, query=PageQuery,
+        summary="The organization's audit log, newest first",
     ),
     Operation(
         "test_helpers.faucet", "POST", "/test-helpers/{chainId}/faucet", Funded,

@@ -40,11 +40,16 @@ class Group:
         write: Callable[[Transaction], R],
         result: type[R],
         path: tuple[object, ...] = (),
+        *,
+        look_first: bool = False,
     ) -> R:
         """Run `write` in one storage transaction, at most once per Idempotency-Key
-        (`path`: the operation's path parameters, part of the fingerprint)."""
+        (`path`: the operation's path parameters, part of the fingerprint; `look_first`:
+        replay a held key before writing, see `idempotency.run`)."""
         operation = self._operation(action)
-        return idempotency.run(self._scope, key, operation, request, write, result, path)
+        return idempotency.run(
+            self._scope, key, operation, request, write, result, path, look_first=look_first
+        )
 
     def _in_two_phases(
         self,

@@ -44,6 +44,7 @@ from ..errors import (
     UpstreamError,
     ValidationError,
 )
+from . import audit
 from .clock import to_text
 from .jobs import Report
 from .models import Replayable
@@ -102,18 +103,27 @@ def run(
     write: Callable[[Transaction], R],
     result_type: type[R],
     path: tuple[object, ...] = (),
+    *,
+    look_first: bool = False,
 ) -> R:
-    """Run `write` in one transaction, at most once per (organization, key)."""
+    """Run `write` in one transaction, at most once per (organization, key). With
+    `look_first`, a key that already holds an outcome is replayed before `write` runs:
+    for a write whose checks count what its first run wrote (a limit it used up)."""
     storage = scope.runtime.storage
     if key is None:
         with storage.transaction() as tx:
-            return write(tx)
+            result = write(tx)
+            audit.record(tx, result)
+        return result
     hold = _KeyHold(scope, check_key(key), fingerprint(operation, request, path))
+    if look_first and hold.held(storage):
+        return hold.replay(storage, result_type)
     try:
         with storage.transaction() as tx:
             result = write(tx)
             if not hold.insert(tx, "done", body=result.model_dump_json(), sealed=_secret(result)):
                 raise _Taken()  # rolls the operation back
+            audit.record(tx, result)
         return result
     except _Taken:
         pass
@@ -205,6 +215,7 @@ def finish(runtime: Runtime, org_id: str, ref: str, steps: Upstream[S, R]) -> R:
             " WHERE org_id = ? AND resource = ? AND state = 'in_flight'",
             (body, outcome, org_id, ref),
         )
+        audit.record(tx, result)  # a request's, not a job's (no call runs in a job)
     return result
 
 

@@ -524,4 +524,48 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 position TEXT NOT NULL)""",
         ],
     ),
+    (
+        15,
+        "scopes on API keys (earlier keys keep admin); the audit log and its chain heads",
+        [
+            """ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT '["admin"]'""",
+            """CREATE TABLE audit_events (
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                seq BIGINT NOT NULL,
+                id TEXT NOT NULL,
+                at TEXT NOT NULL,
+                actor TEXT NOT NULL,
+                operation TEXT NOT NULL,
+                object_type TEXT NOT NULL,
+                object_id TEXT,
+                status INTEGER NOT NULL,
+                request_id TEXT,
+                prev_hash TEXT NOT NULL,
+                hash TEXT NOT NULL,
+                PRIMARY KEY (org_id, seq)){clustered}""",
+            """CREATE TABLE audit_heads (
+                org_id TEXT PRIMARY KEY REFERENCES organizations(id),
+                seq BIGINT NOT NULL,
+                hash TEXT NOT NULL)""",
+        ],
+    ),
+    (
+        16,
+        "policies per organization; a transfer's approval and its creator",
+        [
+            # one row per organization that set a policy (none: every control off)
+            """CREATE TABLE policies (
+                org_id TEXT PRIMARY KEY REFERENCES organizations(id),
+                approval_threshold TEXT,
+                daily_limit TEXT,
+                destinations TEXT NOT NULL,
+                updated_at TEXT NOT NULL)""",
+            "ALTER TABLE transfers ADD COLUMN approval_status TEXT NOT NULL DEFAULT 'not_required'",
+            "ALTER TABLE transfers ADD COLUMN created_by_key TEXT",
+            "ALTER TABLE transfers ADD COLUMN created_by_user TEXT",
+            # the approvals' jobs: transfers awaiting a decision, or approved and not started
+            """CREATE INDEX transfers_approval ON transfers (approval_status, created_at)
+                WHERE approval_status IN ('awaiting', 'approved')""",
+        ],
+    ),
 ]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, Generic, Literal, TypeVar
@@ -217,3 +218,12 @@ class ListQuery(Body):
 
 class Deleted(Resource):
     deleted: bool = True
+
+
+@dataclass(frozen=True)
+class CsvTable(Generic[T]):
+    """How a list is written as CSV (``text/csv``): its header row, and each item's row
+    (None as an empty cell)."""
+
+    columns: tuple[str, ...]
+    row: Callable[[T], Sequence[str | None]]

@@ -55,3 +55,5 @@ class Scope:
     runtime: Runtime
     org_id: str
     user_id: str
+    #: The API key acting (None: trusted in-process access, `Treasury.for_organization`).
+    api_key_id: str | None = None

@@ -11,10 +11,14 @@ from ..backends.storage.base import Transaction
 
 #: A transfer's status, as the API shows it.
 Status = Literal["pending", "submitted", "completed", "failed"]
-#: How far a transfer's upstream work went (see `treasury.transfers.store`).
-Stage = Literal["claimed", "recorded"]
+#: How far a transfer's upstream work went (see `treasury.transfers.store`); ``awaiting``:
+#: none, the transfer waits for its approval.
+Stage = Literal["awaiting", "claimed", "recorded"]
+AWAITING: Stage = "awaiting"
 CLAIMED: Stage = "claimed"
 RECORDED: Stage = "recorded"
+#: Where a transfer stands with four-eyes approval (DESIGN §3 Controls).
+ApprovalStatus = Literal["not_required", "awaiting", "approved", "rejected", "expired"]
 
 #: The state table: the statuses a transfer may move to, from each status. Statements
 #: take statuses, stages and pairings from here and from `treasury.transfers.models` (as

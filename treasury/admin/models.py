@@ -31,6 +31,8 @@ class ApiKey(Resource):
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None
+    #: What it may do: ``read``, ``payments``, ``approve``, ``admin`` (`treasury.admin.scopes`).
+    scopes: list[str]
 
 
 class CreatedApiKey(ApiKey):

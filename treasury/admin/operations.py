@@ -1,22 +1,29 @@
-"""Administration: organizations and API keys (the dashboard's side of the service)."""
+"""Administration: organizations and API keys (the dashboard's side of the service).
+
+Each change here is an admin action: it appends an audit event of the organization, by
+``{"admin": true}``, in the transaction of the change (`_audited`)."""
 
 from __future__ import annotations
 
+import json
 import secrets
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 
+from .._infra import audit
 from .._infra.clock import to_text
 from .._infra.crypto import hash_secret, same_secret
 from .._infra.models import plain_text
 from .._infra.runtime import Runtime
 from .._records import customers
-from ..backends.storage.base import Row
+from ..backends.storage.base import Row, Transaction
 from ..errors import AuthenticationError, NotFound, ValidationError
 from .models import ApiKey, CreatedApiKey, FiatOnboarding, Organization
+from .scopes import checked
 
 KEY_PREFIX = "trk_"
-_KEY_COLUMNS = "id, org_id, user_id, secret_hash, created_at, expires_at, revoked_at"
+_KEY_COLUMNS = "id, org_id, user_id, secret_hash, created_at, expires_at, revoked_at, scopes"
 
 
 def _check_text(field: str, value: str) -> None:
@@ -27,7 +34,9 @@ def _check_text(field: str, value: str) -> None:
 
 
 def _api_key(row: Row) -> ApiKey:
-    return ApiKey.model_validate(row | {"organization_id": row["org_id"]})
+    return ApiKey.model_validate(
+        row | {"organization_id": row["org_id"], "scopes": json.loads(row["scopes"])}
+    )
 
 
 class Admin:
@@ -46,6 +55,7 @@ class Admin:
                 "INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)",
                 (org.id, org.name, to_text(org.created_at)),
             )
+            self._audited(tx, org.id, "create_organization", "organization", org.id, 201)
         return org
 
     def get_organization(self, org_id: str) -> Organization:
@@ -66,6 +76,8 @@ class Admin:
         return ``{status, url}``; once started, where it stands. Fiat operations of the
         organization answer 409 until the status is ``approved``."""
         found = customers.start_onboarding(self._runtime, org_id, email)
+        with self._runtime.storage.transaction() as tx:  # after the provider's answer
+            self._audited(tx, org_id, "start_onboarding", "organization", org_id, 200)
         return FiatOnboarding(status=found.status, url=found.url)
 
     def onboarding(self, org_id: str) -> FiatOnboarding:
@@ -77,9 +89,20 @@ class Admin:
         return FiatOnboarding(status=found.status, url=found.url)
 
     def create_api_key(
-        self, org_id: str, *, user_id: str, expires_at: datetime | None = None
+        self,
+        org_id: str,
+        *,
+        user_id: str,
+        expires_at: datetime | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> CreatedApiKey:
-        """A new key for `org_id` acting as `user_id`; its secret is returned this once."""
+        """A new key for `org_id` acting as `user_id`; its secret is returned this once.
+        `scopes`: what it may do (``read``, ``payments``, ``approve``, ``admin``); None
+        means ``["admin"]``; an unknown scope is a 400 naming it."""
+        try:
+            granted = checked(scopes)
+        except ValueError as error:
+            raise ValidationError.field("body", "scopes", str(error)) from None
         self.get_organization(org_id)
         if not isinstance(user_id, str) or not 1 <= len(user_id) <= 200:
             raise ValidationError.field("body", "user_id", "must be 1 to 200 characters")
@@ -91,7 +114,7 @@ class Admin:
         now = self._runtime.now()
         with self._runtime.storage.transaction() as tx:
             tx.execute(
-                f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
                 (
                     key_id,
                     org_id,
@@ -99,8 +122,10 @@ class Admin:
                     hash_secret(secret),
                     to_text(now),
                     None if expires_at is None else to_text(expires_at),
+                    json.dumps(granted),
                 ),
             )
+            self._audited(tx, org_id, "create_api_key", "api_key", key_id, 201)
         return CreatedApiKey(
             id=key_id,
             organization_id=org_id,
@@ -108,6 +133,7 @@ class Admin:
             created_at=now,
             expires_at=expires_at,
             revoked_at=None,
+            scopes=granted,
             secret=secret,
         )
 
@@ -121,21 +147,45 @@ class Admin:
 
     def revoke_api_key(self, key_id: str) -> ApiKey:
         with self._runtime.storage.transaction() as tx:
-            tx.execute(
+            revoked = tx.execute(
                 "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
                 (self._runtime.now_text(), key_id),
             )
             row = tx.one(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE id = ?", (key_id,))
+            if revoked and row is not None:
+                self._audited(tx, row["org_id"], "revoke_api_key", "api_key", key_id, 200)
         if row is None:
             raise NotFound("API key not found")
         return _api_key(row)
+
+    def _audited(
+        self,
+        tx: Transaction,
+        org_id: str,
+        action: str,
+        object_type: str,
+        object_id: str,
+        status: int,
+    ) -> None:
+        """Append the admin action's audit event in `tx`, the transaction of its change."""
+        audit.append(
+            tx,
+            self._runtime,
+            org_id,
+            actor=audit.ADMIN,
+            operation=f"admin.{action}",
+            object_type=object_type,
+            object_id=object_id,
+            status=status,
+        )
 
     def verify_api_key(self, secret: str | None) -> ApiKey:
         """The key a secret belongs to, or the specification's 401 for it."""
         return _api_key(self.verified(secret))
 
     def verified(self, secret: str | None) -> Row:
-        """The stored row of the key a secret belongs to (`id`, `org_id`, `user_id`, ...),
+        """The stored row of the key a secret belongs to (`id`, `org_id`, `user_id`,
+        `scopes` as JSON text, ...),
         or the 401 for it: API key required / Unauthorized / API key expired."""
         if not secret:
             raise AuthenticationError("API key required")

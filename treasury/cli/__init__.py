@@ -10,7 +10,7 @@ import pathlib
 
 import click
 
-from . import _shared, admin, demo, run, yields
+from . import _shared, admin, demo, policy, run, yields
 
 __all__ = ["main"]
 
@@ -37,6 +37,8 @@ for _command in (
     admin.init,
     admin.orgs,
     admin.keys,
+    admin.audit,
+    policy.policy,
     run.serve,
     run.worker,
     run.devnet,

@@ -154,6 +154,7 @@ def key_status(key: ApiKey, now: datetime) -> str:
 def secret_lines(key: CreatedApiKey) -> list[str]:
     return [
         f"API key {key.id} for organization {key.organization_id} (user {key.user_id},"
+        f" scopes {','.join(key.scopes)},"
         f" expires {when(key.expires_at) if key.expires_at else 'never'})",
         "",
         f"    {key.secret}",

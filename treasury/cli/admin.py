@@ -1,4 +1,4 @@
-"""Set up and administer: ``init``, ``orgs`` and ``keys``."""
+"""Set up and administer: ``init``, ``orgs``, ``keys`` and ``audit``."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ from datetime import datetime
 import click
 
 from ..admin import Organization
+from ..admin.scopes import SCOPES
 from ._shared import (
     command,
     emit,
+    fail,
     key_status,
     open_treasury,
     parse_expiry,
@@ -120,11 +122,26 @@ def keys() -> None:
     callback=parse_expiry,
     help="Expiry, e.g. 2030-01-01T00:00:00Z (UTC if no offset) [default: never].",
 )
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    type=click.Choice(SCOPES),
+    help="What the key may do; repeat for several [default: admin].",
+)
 @command
 @click.pass_context
-def keys_create(ctx: click.Context, org_id: str, user_id: str, expires_at: datetime | None) -> None:
+def keys_create(
+    ctx: click.Context,
+    org_id: str,
+    user_id: str,
+    expires_at: datetime | None,
+    scopes: tuple[str, ...],
+) -> None:
     """Create an API key for organization ORG_ID and print its secret once."""
-    key = open_treasury(ctx).admin.create_api_key(org_id, user_id=user_id, expires_at=expires_at)
+    key = open_treasury(ctx).admin.create_api_key(
+        org_id, user_id=user_id, expires_at=expires_at, scopes=scopes or None
+    )
     emit(ctx, key.to_json(), lambda: secret_lines(key))
 
 
@@ -143,12 +160,13 @@ def keys_list(ctx: click.Context, org_id: str | None) -> None:
         ctx,
         {"data": [k.to_json() for k in found], "count": len(found)},
         lambda: table(
-            ("ID", "ORGANIZATION", "USER", "STATUS", "CREATED", "EXPIRES"),
+            ("ID", "ORGANIZATION", "USER", "SCOPES", "STATUS", "CREATED", "EXPIRES"),
             [
                 (
                     k.id,
                     k.organization_id,
                     k.user_id,
+                    ",".join(k.scopes),
                     key_status(k, now),
                     when(k.created_at),
                     when(k.expires_at),
@@ -167,3 +185,32 @@ def keys_revoke(ctx: click.Context, key_id: str) -> None:
     """Revoke the API key KEY_ID (at once and for good)."""
     key = open_treasury(ctx).admin.revoke_api_key(key_id)
     emit(ctx, key.to_json(), lambda: [f"Revoked {key.id} at {when(key.revoked_at)}"])
+
+
+@click.group()
+def audit() -> None:
+    """The audit log."""
+
+
+@audit.command("verify")
+@command
+@click.pass_context
+def audit_verify(ctx: click.Context) -> None:
+    """Check every organization's audit chain; exit 1 naming the first broken link."""
+    checked, broken = open_treasury(ctx).verify_audit_log()
+    if broken is not None:
+        fail(
+            ctx,
+            f"audit chain broken: {broken}",
+            {
+                "organizationId": broken.org_id,
+                "sequence": broken.seq,
+                "eventId": broken.event_id,
+                "problem": broken.problem,
+            },
+        )
+    emit(
+        ctx,
+        {"ok": True, "events": checked},
+        lambda: [f"audit log intact: {checked} event(s) checked"],
+    )

@@ -104,6 +104,8 @@ class TreasuryClient:
                     raise
             else:
                 if answer.status_code == operation.status:
+                    if operation.csv is not None:  # the CSV document itself
+                        return answer.text
                     result = TypeAdapter(operation.response).validate_json(answer.content)
                     replayed = answer.headers.get("Idempotent-Replayed") == "true"
                     if replayed and isinstance(result, Replayable):

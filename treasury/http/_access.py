@@ -15,6 +15,21 @@ log = logging.getLogger("treasury.access")
 REQUEST_ID = "treasury.request_id"  # the WSGI environ key the error handler reads
 
 
+def request_id(environ: dict[str, Any]) -> tuple[str, bool]:
+    """The request's id, which the access log gave it (standalone app), else a new one
+    kept in `environ` for the rest of the request; and whether it is new (then no access
+    log sends it: the answer should)."""
+    given = environ.get(REQUEST_ID)
+    if isinstance(given, str):
+        return given, False
+    made = environ[REQUEST_ID] = new_request_id()
+    return made, True
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
 class AccessLog:
     """WSGI middleware around the app that `create_app` builds."""
 
@@ -22,7 +37,7 @@ class AccessLog:
         self.app = app
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        started, request_id = time.perf_counter(), uuid.uuid4().hex[:16]
+        started, request_id = time.perf_counter(), new_request_id()
         environ[REQUEST_ID] = request_id
 
         def respond(status: str, headers: list[tuple[str, str]], *args: Any) -> Any:

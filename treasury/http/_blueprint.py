@@ -14,7 +14,9 @@ or Arabic-Indic digits are not), and a path with an empty segment or an encoded 
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import itertools
 import json
 import re
@@ -26,7 +28,7 @@ from flask.blueprints import BlueprintSetupState
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter
 
-from .._infra.models import Replayable, Resource
+from .._infra.models import CsvTable, Replayable, Resource
 from .._treasury import Treasury
 from ..errors import MethodNotAllowed, NotFound
 from ..operations import (
@@ -40,6 +42,7 @@ from ..operations import (
     routes,
     selected,
 )
+from . import _access
 from ._access import AccessLog
 from ._body import json_body
 from ._errors import error_response
@@ -188,12 +191,20 @@ def _view(treasury: Treasury, operations: Sequence[Operation[Any]]) -> Callable[
         if operation.public:
             return _answer(operation, treasury, params)
         org = treasury.authenticate(request.headers.get("x-api-key"), client=_client())
+        request_id, new = _access.request_id(request.environ)
         try:
-            response = _answer(operation, org, params)
+            response = org.run(
+                operation,
+                lambda: _answer(operation, org, params),
+                path=params,
+                request_id=request_id,
+            )
         except Exception as raised:
             response = error_response(raised)
         if org.quota is not None:  # every answer to an authenticated request says it
             response.headers.update(org.quota.headers)
+        if new:  # mounted in a host app: no access log sends it
+            response.headers["X-Request-Id"] = request_id
         return response
 
     def _answer(
@@ -209,6 +220,9 @@ def _view(treasury: Treasury, operations: Sequence[Operation[Any]]) -> Callable[
             headers={IDEMPOTENCY_HEADER: key} if key is not None else {},
             chunked=operation.chunks is not None,
         )
+        if operation.csv is not None:
+            body = _csv_body(operation.csv, result)
+            return Response(body, operation.status, mimetype="text/csv")
         if operation.chunks is not None:
             return Response(_list_body(result), operation.status, mimetype="application/json")
         replayed = isinstance(result, Replayable) and result.replayed
@@ -236,6 +250,25 @@ def _list_body(chunks: Iterator[list[Resource]]) -> Iterator[bytes]:
                 yield (b"," if count else b"") + items
                 count += len(chunk)
         yield b'],"count":%d}' % count
+
+    return written()
+
+
+def _csv_body(table: CsvTable[Any], chunks: Iterator[list[Any]]) -> Iterator[bytes]:
+    """The header row, then one row per item, written as the chunks come (the first read
+    now, so that a failure is still an error answer). Cells as `csv` quotes them, None
+    empty, lines ending CRLF (RFC 4180)."""
+    first = next(chunks, [])
+
+    def written() -> Iterator[bytes]:
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(table.columns)
+        for chunk in itertools.chain([first], chunks):
+            writer.writerows(table.row(item) for item in chunk)
+            yield out.getvalue().encode()
+            out.seek(0)
+            out.truncate()
 
     return written()
 

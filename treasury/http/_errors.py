@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
 from typing import Any
 
 from flask import Response, has_request_context, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from ..errors import PayloadTooLarge, TreasuryError
-from ._access import REQUEST_ID
+from ._access import new_request_id, request_id
 
 log = logging.getLogger("treasury.http")
 
@@ -34,9 +33,8 @@ def error_response(raised: BaseException) -> Response:
 
 
 def _request_id() -> str:
-    """The id the access log gives this request (standalone app), else a new one."""
-    given = request.environ.get(REQUEST_ID) if has_request_context() else None
-    return given if isinstance(given, str) else uuid.uuid4().hex
+    """The id of this request (`request_id`), else a new one."""
+    return request_id(request.environ)[0] if has_request_context() else new_request_id()
 
 
 def _as_treasury_error(raised: BaseException) -> TreasuryError:

@@ -38,6 +38,7 @@ _ERROR = {
 _WHY = {
     400: "Invalid input: `details.fields` lists every failing field",
     401: "API key required, unknown or expired",
+    403: "Forbidden: the key lacks the operation's scope (`details.required_scope`), or four eyes",
     404: "Not found",
     409: "Conflict, or the same Idempotency-Key still in flight (`details.code`)",
     413: "Request body too large",
@@ -94,16 +95,17 @@ def _operation(operations: Sequence[Operation[Any]], schemas: dict[str, Any]) ->
             }
         )
     response = functools.reduce(operator.or_, [op.response for op in operations])
+    content = {"application/json": {"schema": _schema(response, schemas)}}
+    if operation.csv is not None:
+        header = ",".join(operation.csv.columns)
+        content = {"text/csv": {"schema": {"type": "string", "description": f"Header: {header}"}}}
     answer: dict[str, Any] = {
         "operationId": operation.name,
         "summary": operation.summary,
         "tags": [operation.name.partition(".")[0]],
         "parameters": parameters,
         "responses": {
-            str(operation.status): {
-                "description": "Success",
-                "content": {"application/json": {"schema": _schema(response, schemas)}},
-            },
+            str(operation.status): {"description": "Success", "content": content},
             **{str(status): _error(status) for status in _errors(operation)},
         },
     }
@@ -131,6 +133,8 @@ def _errors(operation: Operation[Any]) -> list[int]:
         statuses.append(409)  # the chain may lack an address it needs (`Chain.address`)
     if operation.idempotency is not None:
         statuses.append(422)
+    if not operation.public:
+        statuses.append(403)  # a key without the operation's scope (and four eyes)
     return sorted(statuses)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from .._infra import audit
 from .._infra.group import Group
 from .._infra.models import Deleted, ListOf, ListQuery, RowId
 from .._infra.validation import parse_input, parse_value
@@ -73,6 +74,8 @@ class Recipients(Group):
             row = store.change(
                 tx, self._scope.org_id, number, request.address, request.label, runtime.now_text()
             )
+            if row is not None:
+                audit.record(tx)
         if row is None:
             raise NotFound("Recipient not found")
         return Recipient.model_validate(row)
@@ -83,6 +86,8 @@ class Recipients(Group):
         runtime = self._scope.runtime
         with runtime.storage.transaction() as tx:
             removed = store.remove(tx, self._scope.org_id, number, runtime.now_text())
+            if removed:
+                audit.record(tx)
         if not removed:
             raise NotFound("Recipient not found")
         return Deleted()

@@ -30,10 +30,14 @@ def executor(
     runtime: Runtime,
     perform: Callable[[str], S],
     record: Record[S],
-    abandon: Callable[[Transaction, str], None] = store.remove,
+    abandon: Callable[[Transaction, str], None] | None = None,
 ) -> Upstream[S, Transfer]:
     """The steps of a pairing: `perform`, then `record` under the common opening;
-    ambiguity is sticky (`store.keep`)."""
+    ambiguity is sticky (`store.keep`); `abandon` by default forgets the claim
+    (`store.remove`)."""
+
+    def remove(tx: Transaction, transfer_id: str) -> None:
+        store.remove(tx, transfer_id, runtime.now_text(), runtime.secrets)
 
     def record_claim(tx: Transaction, transfer_id: str, result: S) -> Transfer:
         row = store.get(tx, transfer_id)
@@ -44,4 +48,6 @@ def executor(
             row = store.get(tx, transfer_id) or row
         return store.shown(row, runtime.secrets)
 
-    return Upstream(perform=perform, record=record_claim, abandon=abandon, keep=store.keep)
+    return Upstream(
+        perform=perform, record=record_claim, abandon=abandon or remove, keep=store.keep
+    )

@@ -131,13 +131,12 @@ def offramp_steps(runtime: Runtime) -> Upstream[Replaced | None, Transfer]:
         record_sent(runtime, tx, row, replaced, None)  # a replaced send: the job cancels
 
     def abandon(tx: Transaction, transfer_id: str) -> None:
-        row = store.get(tx, transfer_id)
+        row, now = store.get(tx, transfer_id), runtime.now_text()
         if row is not None and row["provider_transfer_id"] is not None:  # the provider knows it
-            now = runtime.now_text()
             store.fail_claim(tx, transfer_id, now, runtime.secrets, "not sent")
             store.forget_unsent(tx, transfer_id)
         else:
-            store.remove(tx, transfer_id)
+            store.remove(tx, transfer_id, now, runtime.secrets)
 
     return executor(runtime, perform, record, abandon)
 

@@ -11,12 +11,20 @@ from dataclasses import asdict
 from decimal import Decimal
 from typing import Annotated, Literal, Self
 
-from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    AwareDatetime,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from .._infra.idempotency import SealedAtRest
 from .._infra.models import (
     Address,
     Body,
+    CsvTable,
     DecimalText,
     PlainText,
     Replayable,
@@ -24,7 +32,7 @@ from .._infra.models import (
     Timestamped,
 )
 from .._records.bank_accounts import BankAccountSummary, ExternalAccountId
-from .._records.transfers import Status
+from .._records.transfers import ApprovalStatus, Status
 from ..backends.fiat.base import BankDeposit
 from ..money import to_raw
 
@@ -172,7 +180,8 @@ class DepositInstructions(Resource):
 
 class Transfer(Timestamped, Replayable, SealedAtRest):
     """SPEC's seven fields, plus `client_reference_id`, on on-ramps
-    `deposit_instructions` (null elsewhere), and `failure_reason` (null unless failed)."""
+    `deposit_instructions` (null elsewhere), `failure_reason` (null unless failed), and
+    `approval_status` (``not_required`` unless the policy's threshold asked for one)."""
 
     id: str
     from_: TransferSide = Field(alias="from")
@@ -182,7 +191,65 @@ class Transfer(Timestamped, Replayable, SealedAtRest):
     client_reference_id: str | None = None
     deposit_instructions: DepositInstructions | None = None
     failure_reason: str | None = None
+    approval_status: ApprovalStatus = "not_required"
 
     def holds_secret(self) -> bool:
         """Deposit instructions hold the provider's account number: sealed at rest."""
         return self.deposit_instructions is not None
+
+
+class ExportQuery(Body):
+    """The times between which transfers are exported: created at or after `from`,
+    before `to` (ISO 8601, with a time zone)."""
+
+    model_config = ConfigDict(extra="ignore", strict=False, frozen=True, populate_by_name=True)
+
+    from_: AwareDatetime = Field(alias="from")
+    to: AwareDatetime
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        if self.to <= self.from_:
+            raise ValueError("to must be after from")
+        return self
+
+
+def _export_row(transfer: Transfer) -> list[str | None]:
+    shown = transfer.model_dump(mode="json", by_alias=True)
+    source, destination = shown["from"], shown["to"]
+    return [
+        shown["id"],
+        shown["createdAt"],
+        shown["updatedAt"],
+        shown["status"],
+        source["currency"],
+        source["amount"],
+        source["address"],
+        destination["currency"],
+        destination["amount"],
+        destination["address"],
+        shown["transactionHash"],
+        shown["clientReferenceId"],
+        shown["failureReason"],
+    ]
+
+
+#: The CSV export of the feed (DESIGN §3 Controls): its columns, in this order.
+EXPORT: CsvTable[Transfer] = CsvTable(
+    (
+        "id",
+        "createdAt",
+        "updatedAt",
+        "status",
+        "fromCurrency",
+        "fromAmount",
+        "fromAddress",
+        "toCurrency",
+        "toAmount",
+        "toAddress",
+        "transactionHash",
+        "clientReferenceId",
+        "failureReason",
+    ),
+    _export_row,
+)

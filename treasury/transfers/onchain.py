@@ -138,17 +138,18 @@ def gas_price(fees: dict[str, int]) -> int:
     return fees.get("maxFeePerGas", fees.get("gasPrice", 0))
 
 
-def sign_legs(runtime: Runtime, chain: Chain, swap: Swap) -> tuple[list[store.Leg], Reserve]:
-    """Sign the legs (call under the wallet's lock) and what they will hold: the
-    claim checks it against the wallet's other unfinished transfers."""
+Planned = list[tuple[str, str, int, bytes, int]]  # kind, to, amount, data, gas
+
+
+def _planned(runtime: Runtime, chain: Chain, swap: Swap, held: Holdings) -> Planned:
+    """The legs a swap takes now: an approval when the allowance (less what unfinished
+    swaps may still spend of it) is short, then the swap."""
     facility = chain.addresses["swap_facility"]
-    held = holdings(chain, swap.wallet, swap.token_in)
     with runtime.storage.read() as tx:
-        floor = nonces.next_free_nonce(tx, swap.chain_id, swap.wallet)
         spoken_for = nonces.unconfirmed_swaps(
             tx, swap.chain_id, swap.wallet, swap.token_in, facility
         )
-    planned: list[tuple[str, str, int, bytes, int]] = []  # kind, to, amount, data, gas
+    planned: Planned = []
     if held.allowance - spoken_for < swap.raw:  # an earlier swap may not have spent it yet
         if swap.usdt and held.allowance > 0:
             planned.append(("approval", swap.token_in, 0, APPROVE.encode(facility, 0), APPROVE_GAS))
@@ -159,6 +160,32 @@ def sign_legs(runtime: Runtime, chain: Chain, swap: Swap) -> tuple[list[store.Le
         chain, swap.token_in, swap.token_out, swap.raw, swap.recipient, decimals=decimals
     )
     planned.append((swap.swap_kind, facility, swap.raw, move.data, move.gas))
+    return planned
+
+
+def _reserve(
+    runtime: Runtime, swap: Swap, held: Holdings, fees: dict[str, int], planned: Planned
+) -> Reserve:
+    return Reserve(
+        chain_id=swap.chain_id,
+        wallet=swap.wallet,
+        token=swap.token_in,
+        raw=swap.raw,
+        wei=gas_price(fees) * sum(gas for *_, gas in planned),
+        balance=held.balance,
+        eth=held.eth,
+        mined=held.mined,
+        units=runtime.chains.token(swap.chain_id, swap.token_in),
+    )
+
+
+def sign_legs(runtime: Runtime, chain: Chain, swap: Swap) -> tuple[list[store.Leg], Reserve]:
+    """Sign the legs (call under the wallet's lock) and what they will hold: the
+    claim checks it against the wallet's other unfinished transfers."""
+    held = holdings(chain, swap.wallet, swap.token_in)
+    with runtime.storage.read() as tx:
+        floor = nonces.next_free_nonce(tx, swap.chain_id, swap.wallet)
+    planned = _planned(runtime, chain, swap, held)
     fees = chain.fee_fields()
     nonce = max(chain.pending_nonce(swap.wallet), floor)
     legs = []
@@ -173,19 +200,15 @@ def sign_legs(runtime: Runtime, chain: Chain, swap: Swap) -> tuple[list[store.Le
             fees=fees,
         )
         legs.append(store.Leg(kind, to, swap.token_in, amount, signed))
-    wei = gas_price(fees) * sum(gas for *_, gas in planned)
-    reserve = Reserve(
-        chain_id=swap.chain_id,
-        wallet=swap.wallet,
-        token=swap.token_in,
-        raw=swap.raw,
-        wei=wei,
-        balance=held.balance,
-        eth=held.eth,
-        mined=held.mined,
-        units=runtime.chains.token(swap.chain_id, swap.token_in),
-    )
-    return legs, reserve
+    return legs, _reserve(runtime, swap, held, fees, planned)
+
+
+def unsigned_reserve(runtime: Runtime, chain: Chain, swap: Swap) -> Reserve:
+    """What a swap awaiting approval holds: its legs as they would be signed now, at
+    today's fee, none of them signed (they are signed once it is approved)."""
+    held = holdings(chain, swap.wallet, swap.token_in)
+    planned = _planned(runtime, chain, swap, held)
+    return _reserve(runtime, swap, held, chain.fee_fields(), planned)
 
 
 def send_reserve(runtime: Runtime, chain: Chain, wallet: str, token: str, raw: int) -> Reserve:

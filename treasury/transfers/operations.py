@@ -8,25 +8,30 @@ pairing), the upstream step outside any transaction, the record.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from .._infra import audit
 from .._infra.clock import to_text
 from .._infra.group import Group
 from .._infra.idempotency import LEASE, Upstream, WriteAhead
-from .._infra.models import Page, PageQuery
+from .._infra.models import ListOf, Page, PageQuery
 from .._infra.pagination import Cursors, page_of
 from .._infra.runtime import Runtime
 from .._infra.validation import parse_input, parse_value
-from .._records import bank_accounts, customers, nonces, wallets
+from .._records import bank_accounts, customers, nonces, policy, wallets
 from .._records.bank_accounts import BankAccountSummary, parse_external_id
+from .._records.transfers import RECORDED, ApprovalStatus
 from ..backends.storage.base import Row, Transaction
-from ..errors import NotFound, ValidationError
+from ..errors import Conflict, Forbidden, NotFound, ValidationError
 from . import fiat, onchain, store
 from .models import (
     CreateTransfer,
     Currency,
+    ExportQuery,
     Pairing,
     Transfer,
     TransferSide,
@@ -40,6 +45,18 @@ STEPS: dict[str, Callable[[Runtime], Upstream[Any, Transfer]]] = {
     "withdraw": onchain.steps,
     "sweep": onchain.steps,
 }
+#: The window of the policy's daily limit: the trailing 24 hours.
+DAY = timedelta(hours=24)
+#: The failure reason of a transfer rejected by its approver.
+REJECTED = "rejected"
+
+
+@dataclass(frozen=True)
+class Creator:
+    """Who asked for a transfer: the API key (None in-process) and its user."""
+
+    api_key_id: str | None
+    user_id: str
 
 
 class Transfers(Group):
@@ -62,6 +79,11 @@ class Transfers(Group):
         assert pairing is not None
         runtime = self._scope.runtime
         chain_id = runtime.chains.primary
+        with runtime.storage.read() as tx:
+            rules = policy.read(tx, self._scope.org_id)
+        self._check_destination(request, pairing, rules)
+        if rules.needs_approval(Decimal(request.amount)):
+            return self._awaiting(request, pairing, chain_id, idempotency_key)
         steps = STEPS[pairing](runtime)
         if pairing == "onramp":
             return self._in_two_phases(
@@ -89,6 +111,40 @@ class Transfers(Group):
                 return create()
             return nonces.apart(create)  # a swap's legs are stored in its claim
 
+    def approve(self, transfer_id: str) -> Transfer:
+        """Approve a transfer awaiting approval (four eyes: not by the user who created
+        it, 403); the jobs start it within one pass. Approving again answers the same;
+        after a rejection, 409."""
+        return self._decide(transfer_id, "approved")
+
+    def reject(self, transfer_id: str) -> Transfer:
+        """Reject a transfer awaiting approval (not by its creator's user, 403): it fails
+        with ``failure_reason`` ``"rejected"``. Rejecting again answers the same; after
+        an approval, 409."""
+        return self._decide(transfer_id, "rejected")
+
+    def export(
+        self, query: ExportQuery | Mapping[str, Any] | None = None, **params: Any
+    ) -> ListOf[Transfer]:
+        """The feed between two times (`from_` included, `to` excluded), oldest first:
+        the rows of the CSV export (``GET /v1/transfers/export``)."""
+        return ListOf[Transfer](
+            data=[t for chunk in self.export_chunks(query, **params) for t in chunk]
+        )
+
+    def export_chunks(
+        self, query: ExportQuery | Mapping[str, Any] | None = None, **params: Any
+    ) -> Iterator[list[Transfer]]:
+        """`export`'s rows a few hundred at a time, read from the store as they are
+        consumed (how HTTP streams the CSV). It holds a read snapshot of this thread
+        until exhausted or closed."""
+        query = parse_input(ExportQuery, query, params, "query")
+        box = self._scope.runtime.secrets
+        start, end = to_text(query.from_), to_text(query.to)
+        with self._scope.runtime.storage.read() as tx:
+            for rows in store.oldest_first(tx, self._scope.org_id, start, end):
+                yield [store.shown(row, box) for row in rows]
+
     def list(
         self, query: PageQuery | Mapping[str, Any] | None = None, **params: Any
     ) -> Page[Transfer]:
@@ -111,9 +167,77 @@ class Transfers(Group):
             raise NotFound("Transfer not found")
         return store.shown(row, self._scope.runtime.secrets)
 
+    # -- the policy and approvals ---------------------------------------------------------
+
+    def _check_destination(
+        self, request: CreateTransfer, pairing: Pairing, rules: policy.Rules
+    ) -> None:
+        """Under ``destinations: "known"``, the address an on-chain pairing or an on-ramp
+        pays must be a wallet of the organization or one of its saved recipients."""
+        to_address = request.destination.to_address
+        if rules.destinations != "known" or pairing == "offramp" or to_address is None:
+            return
+        with self._scope.runtime.storage.read() as tx:
+            known = policy.known_destination(tx, self._scope.org_id, str(to_address))
+        if not known:
+            raise ValidationError.field(
+                "body",
+                "destination.to_address",
+                'refused by the policy (destinations: "known"): not a wallet or a saved'
+                " recipient of the organization",
+            )
+
+    def _awaiting(
+        self, request: CreateTransfer, pairing: Pairing, chain_id: int, key: str | None
+    ) -> Transfer:
+        """Accept a transfer at or above the approval threshold: checked, reserved and
+        counted like any, announced, and kept awaiting a decision; nothing signed, sent
+        or asked of the provider. Its outcome is kept under its key at once."""
+        if pairing == "onramp":
+            write_ahead = self._onramp(request, chain_id, awaiting=True)
+        elif pairing == "offramp":
+            write_ahead = self._offramp(request, pairing, chain_id, awaiting=True)
+        else:
+            write_ahead = self._swap(request, pairing, chain_id, awaiting=True)
+        box = self._scope.runtime.secrets
+
+        def accept(tx: Transaction) -> Transfer:
+            row = store.get(tx, write_ahead(tx))
+            assert row is not None
+            return store.shown(row, box)
+
+        return self._in_one_transaction("create", key, request, accept, Transfer, look_first=True)
+
+    def _decide(self, transfer_id: str, decision: ApprovalStatus) -> Transfer:
+        transfer_id = str(parse_value(uuid.UUID, transfer_id, "path", "id"))
+        runtime, org_id = self._scope.runtime, self._scope.org_id
+        with runtime.storage.transaction() as tx:
+            row = store.get(tx, transfer_id, org_id)
+            if row is None:
+                raise NotFound("Transfer not found")
+            if row["created_by_user"] == self._scope.user_id:
+                raise Forbidden(
+                    "four eyes: a transfer is approved or rejected by another user than"
+                    " the one whose key created it"
+                )
+            if store.decide(tx, transfer_id, decision) and decision == "rejected":
+                now, box = runtime.now_text(), runtime.secrets
+                store.move(
+                    tx, transfer_id, "failed", now, box=box, stage=RECORDED, failure=REJECTED
+                )
+            row = store.get(tx, transfer_id, org_id)
+            assert row is not None
+            if row["approval_status"] != decision:
+                raise Conflict(_undecidable(row["approval_status"], decision))
+            decided = store.shown(row, runtime.secrets)
+            audit.record(tx, decided)
+        return decided
+
     # -- what each pairing checks and claims ----------------------------------------------
 
-    def _swap(self, request: CreateTransfer, pairing: Pairing, chain_id: int) -> WriteAhead:
+    def _swap(
+        self, request: CreateTransfer, pairing: Pairing, chain_id: int, awaiting: bool = False
+    ) -> WriteAhead:
         runtime = self._scope.runtime
         chain = runtime.chains.get(chain_id)
         wallet = self._managed_wallet(str(request.source.from_address))
@@ -130,7 +254,11 @@ class Transfers(Group):
             swap_kind="deposit" if deposit else "withdrawal",
         )
         runtime.chains.check_destination(swap.recipient, "destination.to_address", [chain_id])
-        legs, reserve = onchain.sign_legs(runtime, chain, swap)
+        legs: list[store.Leg] = []
+        if awaiting:  # signed once approved
+            reserve = onchain.unsigned_reserve(runtime, chain, swap)
+        else:
+            legs, reserve = onchain.sign_legs(runtime, chain, swap)
         sides = {
             "source": onchain_side(swap.wallet, chain_id, request.source.currency, request.amount),
             "destination": onchain_side(
@@ -138,10 +266,12 @@ class Transfers(Group):
             ),
         }
         return self._claim_transfer(
-            request, pairing, chain_id, swap.wallet, None, sides, legs, reserve
+            request, pairing, chain_id, swap.wallet, None, sides, legs, reserve, awaiting
         )
 
-    def _offramp(self, request: CreateTransfer, pairing: Pairing, chain_id: int) -> WriteAhead:
+    def _offramp(
+        self, request: CreateTransfer, pairing: Pairing, chain_id: int, awaiting: bool = False
+    ) -> WriteAhead:
         runtime = self._scope.runtime
         customers.provider_customer(runtime, self._scope.org_id)  # 409 until onboarded
         chain = runtime.chains.get(chain_id)
@@ -155,10 +285,17 @@ class Transfers(Group):
             "destination": _bank_side(bank, "usd", _less_fee(request)),
         }
         return self._claim_transfer(
-            request, pairing, chain_id, wallet["address"], bank, sides, reserve=reserve
+            request,
+            pairing,
+            chain_id,
+            wallet["address"],
+            bank,
+            sides,
+            reserve=reserve,
+            awaiting=awaiting,
         )
 
-    def _onramp(self, request: CreateTransfer, chain_id: int) -> WriteAhead:
+    def _onramp(self, request: CreateTransfer, chain_id: int, awaiting: bool = False) -> WriteAhead:
         customers.provider_customer(self._scope.runtime, self._scope.org_id)  # 409 until onboarded
         bank = self._bank_account("source", str(request.source.external_account_id))
         to_address = str(request.destination.to_address)
@@ -169,7 +306,9 @@ class Transfers(Group):
             "source": _bank_side(bank, "usd", request.amount),
             "destination": onchain_side(to_address, chain_id, "usdc", _less_fee(request)),
         }
-        return self._claim_transfer(request, "onramp", chain_id, None, bank, sides)
+        return self._claim_transfer(
+            request, "onramp", chain_id, None, bank, sides, awaiting=awaiting
+        )
 
     def _claim_transfer(
         self,
@@ -181,6 +320,7 @@ class Transfers(Group):
         sides: dict[str, str],
         legs: Sequence[store.Leg] | None = None,
         reserve: onchain.Reserve | None = None,
+        awaiting: bool = False,
     ) -> WriteAhead:
         return claim_transfer(
             self._scope.runtime,
@@ -195,6 +335,8 @@ class Transfers(Group):
             sides=sides,
             legs=legs,
             reserve=reserve,
+            creator=Creator(self._scope.api_key_id, self._scope.user_id),
+            awaiting=awaiting,
         )
 
     def _managed_wallet(self, address: str) -> Row:
@@ -233,17 +375,28 @@ def claim_transfer(
     sides: dict[str, str],
     legs: Sequence[store.Leg] | None = None,
     reserve: onchain.Reserve | None = None,
+    creator: Creator | None = None,
+    awaiting: bool = False,
 ) -> WriteAhead:
-    """The claim of a new transfer (its write-ahead): its row (and its signed legs, written ahead), pending
-    and ``claimed`` under a lease that a finishing job honours. What it takes from its
-    wallet (`reserve`) is checked against the available balance under the wallet's lock
-    across processes, so concurrent requests cannot together spend more than it holds."""
+    """The claim of a new transfer (its write-ahead): its row (and its signed legs,
+    written ahead), pending and ``claimed`` under a lease that a finishing job honours
+    (or, `awaiting` its approval, accepted and announced; nothing signed). What it takes
+    from its wallet (`reserve`) is checked against the available balance under the
+    wallet's lock across processes, so concurrent requests cannot together spend more
+    than it holds. A request's transfer (one with a `creator`; sweeps are the service's
+    own) is checked against the policy's daily limit under the organization's lock, taken
+    first by every such claim (then the wallet's: one order, no deadlock), so concurrent
+    requests cannot together pass the limit, with or without a source wallet."""
     transfer_id, now = str(uuid.uuid4()), runtime.now()
 
     def write(tx: Transaction) -> str:
+        if creator is not None:
+            tx.lock(f"transfers:{org_id}")
         if reserve is not None:
             tx.lock(f"nonces:{chain_id}:{reserve.wallet}")
             reserve.check(tx)
+        if creator is not None:
+            _check_daily_limit(tx, org_id, Decimal(amount), now)
         store.insert(
             tx,
             {
@@ -261,14 +414,48 @@ def claim_transfer(
                 "updated_at": to_text(now),
                 **sides,
                 **(reserve.columns() if reserve is not None else {}),
+                **(
+                    {"created_by_key": creator.api_key_id, "created_by_user": creator.user_id}
+                    if creator is not None
+                    else {}
+                ),
             },
+            awaiting=awaiting,
         )
+        if awaiting:
+            store.announce(tx, transfer_id, "created", to_text(now), runtime.secrets)
         if legs:
             assert wallet is not None
             store.add_legs(tx, transfer_id, chain_id, wallet, legs)
         return transfer_id
 
     return write
+
+
+def _check_daily_limit(tx: Transaction, org_id: str, amount: Decimal, now: datetime) -> None:
+    """400 unless the organization's transfers accepted in the trailing 24 hours and not
+    failed, plus `amount`, stay within the policy's daily limit (under its lock)."""
+    limit = policy.read(tx, org_id).daily_limit
+    if limit is None:
+        return
+    used = store.accepted_since(tx, org_id, to_text(now - DAY))
+    if used + amount > limit:
+        raise ValidationError.field(
+            "body",
+            "amount",
+            f"over the policy's daily limit: {_plain(limit)} per 24 hours, {_plain(used)}"
+            f" accepted, requested {_plain(amount)}",
+        )
+
+
+def _plain(value: Decimal) -> str:
+    return format(value.normalize(), "f")
+
+
+def _undecidable(status: ApprovalStatus, decision: ApprovalStatus) -> str:
+    if status == "not_required":
+        return "the transfer does not await approval"
+    return f"the transfer is {status.replace('_', ' ')}: it cannot be {decision} now"
 
 
 def onchain_side(address: str, chain_id: int, currency: Currency, amount: str) -> str:

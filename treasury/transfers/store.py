@@ -15,15 +15,25 @@ never announced and is forgotten (`remove`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from .._infra.crypto import SecretBox
 from .._infra.sql import keyset_page, take_expired_leases
 from .._records.events import emit
 from .._records.nonces import NoncesTaken
-from .._records.transfers import CLAIMED, NEXT, OPEN, RECORDED, Status, sql_list
+from .._records.transfers import (
+    AWAITING,
+    CLAIMED,
+    NEXT,
+    OPEN,
+    RECORDED,
+    ApprovalStatus,
+    Status,
+    sql_list,
+)
 from ..backends.storage.base import Row, Transaction
 from ..evm.signing import Signed
 from .models import ONCHAIN, DepositInstructions, Pairing, Transfer, TransferSide
@@ -32,7 +42,8 @@ COLUMNS = (
     "id, org_id, pairing, status, stage, amount, developer_fee, client_reference_id,"
     " source, destination, chain_id, wallet_address, bank_account_id, transaction_hash,"
     " provider_transfer_id, provider_state, deposit_instructions, deposit_address, failure,"
-    " lease_until, created_at, updated_at, ambiguous, reserve_token, reserve_raw, reserve_wei"
+    " lease_until, created_at, updated_at, ambiguous, reserve_token, reserve_raw, reserve_wei,"
+    " approval_status, created_by_user"
 )
 #: The purpose under which deposit instructions (account and routing numbers) are sealed.
 INSTRUCTIONS = "deposit-instructions"
@@ -76,6 +87,7 @@ def shown(row: Row, box: SecretBox) -> Transfer:
             "failure_reason": row["failure"] if row["status"] == "failed" else None,
             "created_at": row["created_at"],
             "updated_at": row["updated_at"],
+            "approval_status": row["approval_status"],
         }
     )
 
@@ -84,10 +96,14 @@ def side(value: TransferSide) -> str:
     return value.model_dump_json()
 
 
-def insert(tx: Transaction, values: dict[str, Any]) -> None:
-    """A new transfer: its claim (``pending``, stage ``claimed``), not announced yet."""
+def insert(tx: Transaction, values: dict[str, Any], *, awaiting: bool = False) -> None:
+    """A new transfer: its claim (``pending``, stage ``claimed``), not announced yet; or,
+    `awaiting` its approval, accepted (stage ``awaiting``: the caller announces it now,
+    nothing upstream will refuse it before a decision)."""
     first: Status = "pending"
-    values = {**values, "status": first, "stage": CLAIMED}
+    approval: ApprovalStatus = "awaiting" if awaiting else "not_required"
+    stage = AWAITING if awaiting else CLAIMED
+    values = {**values, "status": first, "stage": stage, "approval_status": approval}
     columns = list(values)
     tx.execute(
         f"INSERT INTO transfers ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
@@ -148,13 +164,20 @@ def update(tx: Transaction, transfer_id: str, now: str, *, box: SecretBox, **fie
 
 def _recorded(tx: Transaction, transfer_id: str, fields: dict[str, Any]) -> bool:
     """Whether `fields` record the claim now: the guarded step from ``claimed`` to
-    ``recorded``, taken once whatever the number of finishers."""
-    return fields.get("stage") == RECORDED and bool(
+    ``recorded``, taken once whatever the number of finishers; True when it announces
+    ``transfer.created`` (a transfer that awaited approval was announced on acceptance)."""
+    stepped = fields.get("stage") == RECORDED and bool(
         tx.execute(
             "UPDATE transfers SET stage = ? WHERE id = ? AND stage = ?",
             (RECORDED, transfer_id, CLAIMED),
         )
     )
+    return stepped and _approval(tx, transfer_id) == "not_required"
+
+
+def _approval(tx: Transaction, transfer_id: str) -> ApprovalStatus | None:
+    row = tx.one("SELECT approval_status FROM transfers WHERE id = ?", (transfer_id,))
+    return None if row is None else row["approval_status"]
 
 
 def move(
@@ -189,11 +212,20 @@ def fail_claim(tx: Transaction, transfer_id: str, now: str, box: SecretBox, reas
     return move(tx, transfer_id, "failed", now, box=box, stage=RECORDED, failure=reason)
 
 
-def remove(tx: Transaction, transfer_id: str) -> None:
+def remove(tx: Transaction, transfer_id: str, now: str, box: SecretBox) -> None:
     """Forget a claimed transfer that never reached anyone (a definite refusal): it was
-    never announced, and is 404 from now on."""
+    never announced, and is 404 from now on. One that was approved was announced on
+    acceptance: it fails instead, its unsent legs dropped."""
+    if _approval(tx, transfer_id) == "approved":
+        forget_unsent(tx, transfer_id)
+        fail_claim(tx, transfer_id, now, box, REFUSED)
+        return
     tx.execute("DELETE FROM transfer_legs WHERE transfer_id = ?", (transfer_id,))
     tx.execute("DELETE FROM transfers WHERE id = ? AND stage = ?", (transfer_id, CLAIMED))
+
+
+#: The failure of an approved transfer that upstream definitely refused.
+REFUSED = "refused upstream after approval"
 
 
 def keep(tx: Transaction, transfer_id: str, ambiguous: bool) -> bool:
@@ -213,6 +245,81 @@ def _check(fields: dict[str, Any]) -> None:
 
 
 # -- open work for the jobs ----------------------------------------------------------------
+
+
+def accepted_since(tx: Transaction, org_id: str, since: str) -> Decimal:
+    """The dollars of the organization's transfers accepted at or after `since` and not
+    failed (the daily limit's count; sweeps, the service's own, are not counted)."""
+    failed: Status = "failed"
+    rows = tx.query(
+        "SELECT amount FROM transfers WHERE org_id = ? AND created_at >= ? AND status <> ?"
+        " AND pairing <> ?",
+        (org_id, since, failed, _SWEEP),
+    )
+    return sum((Decimal(row["amount"]) for row in rows), Decimal(0))
+
+
+def oldest_first(tx: Transaction, org_id: str, start: str, end: str) -> Iterator[list[Row]]:
+    """The feed between `start` (included) and `end` (excluded), oldest first, read from
+    the store in chunks as they are consumed."""
+    return tx.stream(
+        f"SELECT {COLUMNS} FROM transfers WHERE org_id = ? AND created_at >= ?"
+        " AND created_at < ? ORDER BY created_at, id",
+        (org_id, start, end),
+        size=500,
+    )
+
+
+# -- approvals -----------------------------------------------------------------------------
+
+
+def decide(tx: Transaction, transfer_id: str, decision: ApprovalStatus) -> bool:
+    """The one guarded step of an approval: from ``awaiting`` (a pending transfer) to
+    `decision`; False when the transfer awaits none (decided already, or never asked)."""
+    awaiting: ApprovalStatus = "awaiting"
+    pending: Status = "pending"
+    return bool(
+        tx.execute(
+            "UPDATE transfers SET approval_status = ? WHERE id = ? AND approval_status = ?"
+            " AND status = ?",
+            (decision, transfer_id, awaiting, pending),
+        )
+    )
+
+
+def awaiting_before(tx: Transaction, created_before: str, limit: int) -> list[Row]:
+    """Transfers still awaiting a decision that were accepted before `created_before`."""
+    awaiting: ApprovalStatus = "awaiting"
+    return tx.query(
+        "SELECT id, org_id FROM transfers WHERE approval_status = ? AND created_at < ?"
+        " ORDER BY created_at LIMIT ?",
+        (awaiting, created_before, limit),
+    )
+
+
+def approved_unstarted(tx: Transaction, limit: int) -> list[Row]:
+    """Approved transfers whose execution has not started (stage still ``awaiting``)."""
+    approved: ApprovalStatus = "approved"
+    pending: Status = "pending"
+    return tx.query(
+        f"SELECT {COLUMNS} FROM transfers WHERE approval_status = ? AND stage = ?"
+        " AND status = ? ORDER BY created_at LIMIT ?",
+        (approved, AWAITING, pending, limit),
+    )
+
+
+def start(tx: Transaction, transfer_id: str, lease_until: str, **reserve: str) -> bool:
+    """Make an approved transfer a claim (stage ``claimed``, leased to its starter, with
+    its `reserve` columns as signed); False when another worker started it first."""
+    approved: ApprovalStatus = "approved"
+    assignments = "".join(f", {name} = ?" for name in reserve)
+    return bool(
+        tx.execute(
+            f"UPDATE transfers SET stage = ?, lease_until = ?{assignments}"
+            " WHERE id = ? AND stage = ? AND approval_status = ?",
+            (CLAIMED, lease_until, *reserve.values(), transfer_id, AWAITING, approved),
+        )
+    )
 
 
 def take_expired_claims(tx: Transaction, now: str, until: str, limit: int) -> list[Row]:
@@ -263,6 +370,7 @@ def failed_offramps_awaiting_funds(tx: Transaction, limit: int) -> list[Row]:
 
 
 _OFFRAMP: Pairing = "offramp"
+_SWEEP: Pairing = "sweep"
 
 
 # -- signed legs ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from .._infra import audit
 from .._infra.group import Group
 from .._infra.models import Address, Deleted, ListOf, ListQuery
 from .._infra.validation import parse_input, parse_value
@@ -119,6 +120,8 @@ class Wallets(Group):
             row = wallets.relabel(
                 tx, self._scope.org_id, address, request.label, runtime.now_text()
             )
+            if row is not None:
+                audit.record(tx)
         if row is None:
             raise NotFound("Wallet not found")
         return Wallet.model_validate(row)
@@ -128,6 +131,8 @@ class Wallets(Group):
         address, runtime = _address(address), self._scope.runtime
         with runtime.storage.transaction() as tx:
             removed = wallets.remove(tx, self._scope.org_id, address, runtime.now_text())
+            if removed:
+                audit.record(tx)
         if not removed:
             raise NotFound("Wallet not found")
         return Deleted()

@@ -7,6 +7,7 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
+from .._infra import audit
 from .._infra.clock import to_text
 from .._infra.group import Group
 from .._infra.models import Deleted, ListOf, Page, PageQuery, RowId
@@ -72,6 +73,8 @@ class Webhooks(Group):
         runtime = self._scope.runtime
         with runtime.storage.transaction() as tx:
             removed = store.remove(tx, self._scope.org_id, number, runtime.now_text())
+            if removed:
+                audit.record(tx)
         if not removed:
             raise NotFound("Webhook not found")
         return Deleted()
@@ -108,6 +111,7 @@ class Webhooks(Group):
                 raise NotFound("Delivery not found")
             if not deliveries.lease_one(tx, row["id"], to_text(now), to_text(now + LEASE)):
                 raise Conflict("This delivery is being sent; try again in a moment")
+            audit.record(tx)
         resend(runtime, row["id"])
         with runtime.storage.read() as tx:
             found = deliveries.by_message(tx, hook, delivery_id)
