@@ -11,18 +11,28 @@ import nox
 from nox.command import CommandFailed
 
 nox.options.sessions = [
-    "tests", "lint", "typecheck", "core", "fresh-install", "schemathesis", "docs",
-]  # fmt: skip
+    "tests",
+    "lint",
+    "typecheck",
+    "core",
+    "fresh-install",
+    "schemathesis",
+    "docs",
+]
 nox.options.reuse_existing_virtualenvs = True
 
 STORAGES = ("sqlite", "postgresql")
 #: The transfers suite (transfers, swaps, sweeps, yields, balances, events on the devnet
 #: and anvil), run again with a c0 of 6 decimals, as M0's extensions have (about a minute).
 C0_SIX_SUITE = (
-    "tests/test_transfers*.py", "tests/test_virtual.py", "tests/test_yield*.py",
-    "tests/test_api_chain.py", "tests/test_events.py", "tests/test_balances*.py",
+    "tests/test_transfers*.py",
+    "tests/test_virtual.py",
+    "tests/test_yield*.py",
+    "tests/test_api_chain.py",
+    "tests/test_events.py",
+    "tests/test_balances*.py",
     "tests/test_chain_anvil.py",
-)  # fmt: skip
+)
 
 
 def _prepare_tests(session: nox.Session) -> None:
@@ -138,9 +148,13 @@ def docs(session: nox.Session) -> None:
     built strictly: any warning fails."""
     session.install("-e", ".[docs]")
     session.run(
-        "mkdocs", "build", "--strict", "--site-dir", f"{session.create_tmp()}/site",
+        "mkdocs",
+        "build",
+        "--strict",
+        "--site-dir",
+        f"{session.create_tmp()}/site",
         env={"NO_MKDOCS_2_WARNING": "1"},
-    )  # fmt: skip
+    )
 
 
 @nox.session

@@ -234,10 +234,20 @@ def test_transaction_is_pending_then_confirmed_by_the_indexer(env: Env):
     assert done["status"] == "confirmed"
     rc = done["receipt"]
     types = {
-        "chainId": int, "hash": str, "from": str, "to": str, "transactionIndex": int,
-        "blockHash": str, "blockNumber": int, "type": int, "contractAddress": str,
-        "status": int, "root": str, "createdAt": str, "updatedAt": str,
-    }  # fmt: skip
+        "chainId": int,
+        "hash": str,
+        "from": str,
+        "to": str,
+        "transactionIndex": int,
+        "blockHash": str,
+        "blockNumber": int,
+        "type": int,
+        "contractAddress": str,
+        "status": int,
+        "root": str,
+        "createdAt": str,
+        "updatedAt": str,
+    }
     for name, kind in types.items():
         assert type(rc[name]) is kind, name
     assert rc["status"] == 1 and rc["hash"] == tx_hash and rc["chainId"] == CHAIN
@@ -286,9 +296,14 @@ def test_transaction_errors(env: Env):
     other = make_tenant(env.t, "Globex")
     theirs = other.org.wallets.track(address=address(), label="Theirs").wallet.id
     base = {
-        "hash": "0x" + "ab" * 32, "type": "deposit", "from": address(), "contract": address(),
-        "token": address(), "amount": "1", "walletId": theirs,
-    }  # fmt: skip
+        "hash": "0x" + "ab" * 32,
+        "type": "deposit",
+        "from": address(),
+        "contract": address(),
+        "token": address(),
+        "amount": "1",
+        "walletId": theirs,
+    }
     r = env.client.post(f"/v1/{CHAIN}/transactions", json=base)
     assert r.status_code == 404 and r.json() == {"error": "Wallet not found"}
     mine = env.tenant.org.wallets.track(address=address(), label="Mine").wallet.id
@@ -329,14 +344,20 @@ def test_balances_and_yield(env: Env):
     by_symbol = {item["symbol"]: item for item in body["data"]}
     assert set(by_symbol) == {"USDC", "USDT", "c0", "ETH"}
     assert by_symbol["ETH"] == {  # the gas coin, last, at the native-asset address of EIP-7528
-        "token": "0x" + "e" * 40, "name": "Ether", "symbol": "ETH",
-        "raw": str(25 * 10**16), "decimals": 18,
-    }  # fmt: skip
+        "token": "0x" + "e" * 40,
+        "name": "Ether",
+        "symbol": "ETH",
+        "raw": str(25 * 10**16),
+        "decimals": 18,
+    }
     assert body["data"][-1]["symbol"] == "ETH"
     assert by_symbol["USDC"] == {
-        "token": env.chain.addresses["USDC"], "name": by_symbol["USDC"]["name"],
-        "symbol": "USDC", "raw": "250500000", "decimals": 6,
-    }  # fmt: skip
+        "token": env.chain.addresses["USDC"],
+        "name": by_symbol["USDC"]["name"],
+        "symbol": "USDC",
+        "raw": "250500000",
+        "decimals": 6,
+    }
     c0, places = env.raw("c0", "1000"), env.decimals("c0")
     assert by_symbol["c0"]["raw"] == str(c0) and by_symbol["c0"]["decimals"] == places
     assert by_symbol["USDT"]["raw"] == "0"

@@ -202,10 +202,16 @@ def test_a_chain_kept_in_a_file_reopens_as_it_was(tmp_path) -> None:
     first.faucet(sender.address, "ETH", "1")
     tx_hash = first.faucet(sender.address, "USDC", "7.5")
     signed = sender.sign_transaction(
-        {"chainId": 31337, "type": 2, "nonce": 0, "to": Web3.to_checksum_address(first.addresses["USDC"]), "gas": 100_000,
-         "data": calldata("transfer(address,uint256)", first.deployer, 500_000),
-         **first.fee_fields()}
-    )  # fmt: skip
+        {
+            "chainId": 31337,
+            "type": 2,
+            "nonce": 0,
+            "to": Web3.to_checksum_address(first.addresses["USDC"]),
+            "gas": 100_000,
+            "data": calldata("transfer(address,uint256)", first.deployer, 500_000),
+            **first.fee_fields(),
+        }
+    )
     first.send_raw_transaction(bytes(signed.raw_transaction))
     first.set_earner_rate_bps(777)
     receipt = first.receipts([tx_hash])[0]
@@ -262,9 +268,16 @@ def test_a_reverted_transaction_is_mined_and_paid_for(devnet: DevnetChain) -> No
     devnet.faucet(sender.address, "ETH", "1")
     mint = calldata("mint(address,uint256)", sender.address, 1)
     signed = sender.sign_transaction(
-        {"chainId": 31337, "type": 2, "nonce": 0, "to": Web3.to_checksum_address(devnet.addresses["USDC"]),
-         "gas": 100_000, "data": mint, **devnet.fee_fields()}
-    )  # fmt: skip
+        {
+            "chainId": 31337,
+            "type": 2,
+            "nonce": 0,
+            "to": Web3.to_checksum_address(devnet.addresses["USDC"]),
+            "gas": 100_000,
+            "data": mint,
+            **devnet.fee_fields(),
+        }
+    )
     tx_hash = devnet.send_raw_transaction(bytes(signed.raw_transaction))
     (receipt,) = devnet.receipts([tx_hash])
     assert receipt is not None and receipt.status == 0
@@ -287,8 +300,16 @@ def test_a_reverted_transaction_is_mined_and_paid_for(devnet: DevnetChain) -> No
 def test_refusals_speak_as_nodes_do(devnet: DevnetChain, change: dict, words: str) -> None:
     sender = Account.create()
     devnet.faucet(sender.address, "ETH", "1")
-    tx = {"chainId": 31337, "type": 2, "nonce": 0, "to": sender.address, "gas": 21_000,
-          "value": 1, **devnet.fee_fields(), **change}  # fmt: skip
+    tx = {
+        "chainId": 31337,
+        "type": 2,
+        "nonce": 0,
+        "to": sender.address,
+        "gas": 21_000,
+        "value": 1,
+        **devnet.fee_fields(),
+        **change,
+    }
     signed = sender.sign_transaction(tx)
     with pytest.raises(UpstreamError, match=words):
         devnet.send_raw_transaction(bytes(signed.raw_transaction))
@@ -299,8 +320,14 @@ def test_refusals_speak_as_nodes_do(devnet: DevnetChain, change: dict, words: st
 def test_legacy_and_access_list_transactions_are_mined(devnet: DevnetChain, kind: int) -> None:
     sender, to = Account.create(), Account.create().address
     devnet.faucet(sender.address, "ETH", "1")
-    tx = {"chainId": 31337, "nonce": 0, "to": to, "gas": 21_000, "value": 5,
-          "gasPrice": devnet.fee_fields()["maxFeePerGas"]}  # fmt: skip
+    tx = {
+        "chainId": 31337,
+        "nonce": 0,
+        "to": to,
+        "gas": 21_000,
+        "value": 5,
+        "gasPrice": devnet.fee_fields()["maxFeePerGas"],
+    }
     if kind == 1:
         tx |= {"type": 1, "accessList": []}
     tx_hash = devnet.send_raw_transaction(bytes(sender.sign_transaction(tx).raw_transaction))

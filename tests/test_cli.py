@@ -302,8 +302,11 @@ def test_devnet_runs_anvil_and_serve_uses_it(cwd: Path) -> None:
     devnet_log = (cwd / "devnet.log").open("w+")
     devnet = subprocess.Popen(
         [sys.executable, "-m", "treasury.cli", "devnet", "--port", str(anvil_port)],
-        cwd=cwd, env=env, stdout=devnet_log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        cwd=cwd,
+        env=env,
+        stdout=devnet_log,
+        stderr=subprocess.STDOUT,
+    )
     serve = None
     try:
         deadline = time.monotonic() + 60
@@ -316,15 +319,23 @@ def test_devnet_runs_anvil_and_serve_uses_it(cwd: Path) -> None:
         chain = tomllib.loads((cwd / "treasury.toml").read_text())["chains"]["31337"]
         assert chain["url"] == f"http://127.0.0.1:{anvil_port}"
         assert set(chain["addresses"]) == {
-            "USDC", "USDT", "c0", "swap_facility", "earner_rate_source", "multicall",
+            "USDC",
+            "USDT",
+            "c0",
+            "swap_facility",
+            "earner_rate_source",
+            "multicall",
             "yield_distributor",
-        }  # fmt: skip
+        }
 
         secret = run_json("init", master_key=None)["apiKey"]["secret"]
         serve = subprocess.Popen(
             [sys.executable, "-m", "treasury.cli", "serve", "--port", str(api_port)],
-            cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
         holder = "0x" + "42" * 20
         base = f"http://127.0.0.1:{api_port}/v1"
         while True:
@@ -387,8 +398,9 @@ def test_yield_periods_show_and_publish(cwd: Path) -> None:
     assert "not published" in run("yield", "show", "1", code=1).stderr
     published = run_json("yield", "publish")
     assert published["errors"] == {} and set(published["counts"]) <= {
-        "yield_snapshots", "yield_periods_published"
-    }  # fmt: skip
+        "yield_snapshots",
+        "yield_periods_published",
+    }
 
 
 def test_orgs_onboard_starts_the_fiat_onboarding(cwd: Path) -> None:

@@ -85,8 +85,11 @@ def assert_spec_shape(body: dict[str, Any]) -> None:
         else:
             assert side["chainId"] is None
             assert set(side["bankAccount"]) == {
-                "id", "bankName", "accountOwnerName", "accountNumberLast4"
-            }  # fmt: skip
+                "id",
+                "bankName",
+                "accountOwnerName",
+                "accountNumberLast4",
+            }
         assert side["currency"] in {"usd", "usdc", "c0"} and Decimal(side["amount"]) > 0
 
 

@@ -22,13 +22,28 @@ from .helpers import is_timestamp
 
 CHAIN = 31337
 ACCOUNT_FIELDS = {
-    "id": int, "organizationId": str, "userId": str, "providerVirtualAccountId": str,
-    "providerCustomerId": str, "providerWalletId": str, "destinationCurrency": str,
-    "sourceCurrency": str, "developerFeePercent": str, "active": bool, "createdAt": str,
-    "updatedAt": str, "usdbBalance": str, "label": str, "depositBankName": str,
-    "depositBankAddress": str, "depositRoutingNumber": str, "depositAccountNumber": str,
-    "depositBeneficiaryName": str, "depositBeneficiaryAddress": str, "depositMessage": str,
-}  # fmt: skip
+    "id": int,
+    "organizationId": str,
+    "userId": str,
+    "providerVirtualAccountId": str,
+    "providerCustomerId": str,
+    "providerWalletId": str,
+    "destinationCurrency": str,
+    "sourceCurrency": str,
+    "developerFeePercent": str,
+    "active": bool,
+    "createdAt": str,
+    "updatedAt": str,
+    "usdbBalance": str,
+    "label": str,
+    "depositBankName": str,
+    "depositBankAddress": str,
+    "depositRoutingNumber": str,
+    "depositAccountNumber": str,
+    "depositBeneficiaryName": str,
+    "depositBeneficiaryAddress": str,
+    "depositMessage": str,
+}
 
 
 @pytest.fixture

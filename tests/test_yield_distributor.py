@@ -30,10 +30,13 @@ def devnet() -> DevnetChain:
 def send(chain: Any, sender: Any, to: str, data: bytes) -> Any:
     w3 = chain.web3
     tx = {
-        "to": w3.to_checksum_address(to), "data": "0x" + data.hex(), "gas": 300_000,
+        "to": w3.to_checksum_address(to),
+        "data": "0x" + data.hex(),
+        "gas": 300_000,
         "nonce": w3.eth.get_transaction_count(sender.address, "pending"),
-        "chainId": 31337, **chain.fee_fields(),
-    }  # fmt: skip
+        "chainId": 31337,
+        **chain.fee_fields(),
+    }
     raw = sender.sign_transaction(tx).raw_transaction
     return w3.eth.wait_for_transaction_receipt(w3.eth.send_raw_transaction(raw))
 

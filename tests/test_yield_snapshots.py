@@ -129,9 +129,11 @@ def devnet_treasury(new_storage_url):
     now = [TUESDAY]
     chain = DevnetChain()
     t = Treasury.open(
-        new_storage_url("yield.db"), master_key=MASTER_KEY, chains={CHAIN: chain},
+        new_storage_url("yield.db"),
+        master_key=MASTER_KEY,
+        chains={CHAIN: chain},
         clock=lambda: now[0],
-    )  # fmt: skip
+    )
     yield t, chain, now
     t.close()
 
