@@ -1,18 +1,38 @@
 """Developer sessions: `nox -s tests` (the test command CI runs: the suite on SQLite, then on
-PostgreSQL), `tests-sqlite`, `tests-postgres`, lint, typecheck, core, schemathesis,
-docs, openapi, contracts."""
+PostgreSQL, then the transfers suite with a 6-decimal c0), `tests-sqlite`,
+`tests-postgres`, `tests-c0-6`, lint, typecheck, core, schemathesis, docs, openapi,
+contracts."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import nox
 from nox.command import CommandFailed
 
 nox.options.sessions = [
-    "tests", "lint", "typecheck", "core", "fresh-install", "schemathesis", "docs",
-]  # fmt: skip
+    "tests",
+    "lint",
+    "typecheck",
+    "core",
+    "fresh-install",
+    "schemathesis",
+    "docs",
+]
 nox.options.reuse_existing_virtualenvs = True
 
 STORAGES = ("sqlite", "postgresql")
+#: The transfers suite (transfers, swaps, sweeps, yields, balances, events on the devnet
+#: and anvil), run again with a c0 of 6 decimals, as M0's extensions have (about a minute).
+C0_SIX_SUITE = (
+    "tests/test_transfers*.py",
+    "tests/test_virtual.py",
+    "tests/test_yield*.py",
+    "tests/test_api_chain.py",
+    "tests/test_events.py",
+    "tests/test_balances*.py",
+    "tests/test_chain_anvil.py",
+)
 
 
 def _prepare_tests(session: nox.Session) -> None:
@@ -27,9 +47,16 @@ def _pytest(session: nox.Session, storage: str) -> None:
     session.run("pytest", f"--storage={storage}", *session.posargs)
 
 
+def _pytest_c0_six(session: nox.Session) -> None:
+    """`C0_SIX_SUITE` on SQLite, every devnet and anvil deployment with a 6-decimal c0."""
+    files = sorted(str(path) for pattern in C0_SIX_SUITE for path in Path().glob(pattern))
+    session.run("pytest", "--storage=sqlite", "--c0-decimals=6", *files, *session.posargs)
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The whole test suite on SQLite, then on PostgreSQL (both run even if one fails)."""
+    """The whole test suite on SQLite, then on PostgreSQL, then the transfers suite with a
+    6-decimal c0 (all three run even if one fails)."""
     _prepare_tests(session)
     failed = []
     for storage in STORAGES:
@@ -37,6 +64,10 @@ def tests(session: nox.Session) -> None:
             _pytest(session, storage)
         except CommandFailed:
             failed.append(storage)
+    try:
+        _pytest_c0_six(session)
+    except CommandFailed:
+        failed.append("a 6-decimal c0")
     if failed:
         session.error(f"the tests failed on {' and '.join(failed)}")
 
@@ -53,6 +84,13 @@ def tests_postgres(session: nox.Session) -> None:
     """The whole test suite, every treasury in a fresh schema of a PostgreSQL server."""
     _prepare_tests(session)
     _pytest(session, "postgresql")
+
+
+@nox.session(name="tests-c0-6")
+def tests_c0_six(session: nox.Session) -> None:
+    """The transfers suite (`C0_SIX_SUITE`) with a 6-decimal c0 on the devnet and anvil."""
+    _prepare_tests(session)
+    _pytest_c0_six(session)
 
 
 @nox.session
@@ -110,9 +148,13 @@ def docs(session: nox.Session) -> None:
     built strictly: any warning fails."""
     session.install("-e", ".[docs]")
     session.run(
-        "mkdocs", "build", "--strict", "--site-dir", f"{session.create_tmp()}/site",
+        "mkdocs",
+        "build",
+        "--strict",
+        "--site-dir",
+        f"{session.create_tmp()}/site",
         env={"NO_MKDOCS_2_WARNING": "1"},
-    )  # fmt: skip
+    )
 
 
 @nox.session

@@ -169,10 +169,14 @@ def main(argv: list[str] | None = None) -> int:
     bank_account = Path(args.onramp).read_text() if args.onramp else None
     start = Start(args.threads, args.warmup, args.seconds)
     workers = [
-        Worker(args.url, {**headers, **({"x-api-key": keys[i % len(keys)]} if keys else {})},
-               start, bank_account)
+        Worker(
+            args.url,
+            {**headers, **({"x-api-key": keys[i % len(keys)]} if keys else {})},
+            start,
+            bank_account,
+        )
         for i in range(args.threads)
-    ]  # fmt: skip
+    ]
     for worker in workers:
         worker.start()
     for worker in workers:

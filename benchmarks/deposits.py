@@ -64,9 +64,11 @@ def main() -> None:
         )
         chain = RpcChain(ChainConfig.parse(CHAIN_ID, config), client=client)
         t = Treasury.open(
-            f"sqlite:///{Path(folder) / 'bench.db'}", chains={CHAIN_ID: chain},
-            master_key="ab" * 32, fiat="sandbox://",
-        )  # fmt: skip
+            f"sqlite:///{Path(folder) / 'bench.db'}",
+            chains={CHAIN_ID: chain},
+            master_key="ab" * 32,
+            fiat="sandbox://",
+        )
         org = t.admin.create_organization("Bench")
         handle = t.for_api_key(t.admin.create_api_key(org.id, user_id="bench").secret)
         runtime = t._runtime
@@ -121,11 +123,22 @@ def main() -> None:
         def floor() -> float:
             began = time.perf_counter()
             for low, high in ranges:
-                rpc.client.post(node.url, json={
-                    "jsonrpc": "2.0", "id": 1, "method": "eth_getLogs",
-                    "params": [{"fromBlock": hex(low), "toBlock": hex(high), "address": tokens,
-                                "topics": [detector.TRANSFER_TOPIC]}],
-                }).json()  # fmt: skip
+                rpc.client.post(
+                    node.url,
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "eth_getLogs",
+                        "params": [
+                            {
+                                "fromBlock": hex(low),
+                                "toBlock": hex(high),
+                                "address": tokens,
+                                "topics": [detector.TRANSFER_TOPIC],
+                            }
+                        ],
+                    },
+                ).json()
             return time.perf_counter() - began
 
         sizes = sorted({10, 1_000, args.wallets})
@@ -145,10 +158,18 @@ def main() -> None:
         for size in sizes:
             times = [s for s, _ in per_size[size]]
             counts = sorted({n for _, n in per_size[size]})
-            rows.append([f"{size:,}", ", ".join(map(str, counts)), f"{median(times) * 1000:.0f} ms",
-                         f"{args.blocks / median(times):,.0f}"])  # fmt: skip
-        print(f"\n{args.blocks:,} blocks, {len(targets)} deposits to watched wallets, "
-              f"{len(strangers)} to others; {len(ranges)} block ranges of {detector.RANGE}")  # fmt: skip
+            rows.append(
+                [
+                    f"{size:,}",
+                    ", ".join(map(str, counts)),
+                    f"{median(times) * 1000:.0f} ms",
+                    f"{args.blocks / median(times):,.0f}",
+                ]
+            )
+        print(
+            f"\n{args.blocks:,} blocks, {len(targets)} deposits to watched wallets, "
+            f"{len(strangers)} to others; {len(ranges)} block ranges of {detector.RANGE}"
+        )
         print(
             table(
                 ["watched wallets", "JSON-RPC requests per scan", "scan (median)", "blocks/s"], rows

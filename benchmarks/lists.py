@@ -98,9 +98,14 @@ def serve(mode: str, db: str, port: int) -> None:
         restore_whole_lists()
     t = Treasury.open(f"sqlite:///{db}", master_key=MASTER_KEY, chains={})
     server = create_server(
-        create_app(t), host="127.0.0.1", port=port, threads=8, connection_limit=1000,
-        channel_timeout=30, max_body_bytes=t.settings.max_body_bytes,
-    )  # fmt: skip
+        create_app(t),
+        host="127.0.0.1",
+        port=port,
+        threads=8,
+        connection_limit=1000,
+        channel_timeout=30,
+        max_body_bytes=t.settings.max_body_bytes,
+    )
     server.run()
 
 
@@ -204,9 +209,11 @@ def report(args: argparse.Namespace, runs: list[Run]) -> None:
     whole = median([r.growth for r in of("whole")])
     streamed = median([r.growth for r in of("streamed")])
     print()
-    print(f"streamed: {streamed / mb:.1f} MB (goal < {GOAL_MB} MB:"
-          f" {'PASS' if streamed < GOAL_MB * mb else 'ABOVE GOAL'});"
-          f" whole (the floor to beat): {whole / mb:.1f} MB")  # fmt: skip
+    print(
+        f"streamed: {streamed / mb:.1f} MB (goal < {GOAL_MB} MB:"
+        f" {'PASS' if streamed < GOAL_MB * mb else 'ABOVE GOAL'});"
+        f" whole (the floor to beat): {whole / mb:.1f} MB"
+    )
     print(f"ratio growth (streamed/whole): {streamed / whole:.2f}")
 
 

@@ -59,9 +59,12 @@ def node_side(node: str, values: list[list[object]]) -> float:
 def node_root(node: str, values: list[list[object]]) -> str:
     """Node's root of the same leaves (untimed)."""
     done = subprocess.run(
-        [node, str(SCRIPT)], input=json.dumps({"leafEncoding": ENCODING, "values": values}),
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [node, str(SCRIPT)],
+        input=json.dumps({"leafEncoding": ENCODING, "values": values}),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return str(json.loads(done.stdout)["dump"]["tree"][0])
 
 

@@ -420,13 +420,21 @@ def bench_deposits(args: argparse.Namespace, workdir: Path) -> None:
         def legs(sender: Any, nonce: int, fees: dict[str, int]) -> list[bytes]:
             common = {"chainId": CHAIN_ID, "value": 0, **fees}
             approve = {
-                **common, "nonce": nonce, "to": usdc, "gas": APPROVE_GAS,
+                **common,
+                "nonce": nonce,
+                "to": usdc,
+                "gas": APPROVE_GAS,
                 "data": calldata("approve(address,uint256)", facility, RAW),
-            }  # fmt: skip
+            }
             swap = {
-                **common, "nonce": nonce + 1, "to": facility, "gas": SWAP_GAS,
-                "data": calldata("swap(address,address,uint256,address)", usdc, c0, RAW, sender.address),
-            }  # fmt: skip
+                **common,
+                "nonce": nonce + 1,
+                "to": facility,
+                "gas": SWAP_GAS,
+                "data": calldata(
+                    "swap(address,address,uint256,address)", usdc, c0, RAW, sender.address
+                ),
+            }
             return [
                 bytes(Account.sign_transaction(tx, sender.key).raw_transaction)
                 for tx in (approve, swap)
@@ -447,9 +455,14 @@ def bench_deposits(args: argparse.Namespace, workdir: Path) -> None:
             sender = keys["web3 transfer"]
             nonce = w3.eth.get_transaction_count(sender.address, "pending")
             tx = {
-                "chainId": CHAIN_ID, "value": 0, "nonce": nonce, "to": usdc, "gas": TRANSFER_GAS,
-                "data": calldata("transfer(address,uint256)", facility, RAW), **web3_fees(),
-            }  # fmt: skip
+                "chainId": CHAIN_ID,
+                "value": 0,
+                "nonce": nonce,
+                "to": usdc,
+                "gas": TRANSFER_GAS,
+                "data": calldata("transfer(address,uint256)", facility, RAW),
+                **web3_fees(),
+            }
             raw = Account.sign_transaction(tx, sender.key).raw_transaction
             return ["0x" + bytes(w3.eth.send_raw_transaction(raw)).hex()]
 

@@ -136,17 +136,35 @@ def transaction_data(org_id: str, wallet: str, now: str) -> dict[str, Any]:
     contract = random_address()
     return Transaction.model_validate(
         {
-            "hash": tx_hash, "chain_id": 31337, "status": "confirmed", "type": "deposit",
-            "from": wallet, "contract": contract, "token": contract, "amount": "1000000",
-            "organization_id": org_id, "wallet_id": 1, "created_at": now, "updated_at": now,
+            "hash": tx_hash,
+            "chain_id": 31337,
+            "status": "confirmed",
+            "type": "deposit",
+            "from": wallet,
+            "contract": contract,
+            "token": contract,
+            "amount": "1000000",
+            "organization_id": org_id,
+            "wallet_id": 1,
+            "created_at": now,
+            "updated_at": now,
             "receipt": {
-                "chain_id": 31337, "hash": tx_hash, "from": wallet, "to": contract,
-                "transaction_index": 0, "block_hash": "0x" + secrets.token_hex(32),
-                "block_number": 1234, "type": 2, "contract_address": "", "status": 1,
-                "root": "", "created_at": now, "updated_at": now,
+                "chain_id": 31337,
+                "hash": tx_hash,
+                "from": wallet,
+                "to": contract,
+                "transaction_index": 0,
+                "block_hash": "0x" + secrets.token_hex(32),
+                "block_number": 1234,
+                "type": 2,
+                "contract_address": "",
+                "status": 1,
+                "root": "",
+                "created_at": now,
+                "updated_at": now,
             },
         }
-    ).to_json()  # fmt: skip
+    ).to_json()
 
 
 def emit_events(t: Treasury, org: OrganizationHandle, wallet: str, count: int) -> float:
@@ -157,9 +175,13 @@ def emit_events(t: Treasury, org: OrganizationHandle, wallet: str, count: int) -
         for _ in range(count):
             now = now_text()
             emit(
-                tx, org_id=org.id, event_type=EVENT, wallet_address=wallet,
-                data=transaction_data(org.id, wallet, now), now=now,
-            )  # fmt: skip
+                tx,
+                org_id=org.id,
+                event_type=EVENT,
+                wallet_address=wallet,
+                data=transaction_data(org.id, wallet, now),
+                now=now,
+            )
     return time.perf_counter() - start
 
 

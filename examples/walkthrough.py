@@ -49,7 +49,7 @@ print(deposit.id, org.transfers.get(deposit.id).status)
 # %%
 estimate = org.yields.estimate(31337, wallet.address)
 print(f"apy {estimate.rate.apy:.4%}; a year: {estimate.annual_yield} raw c0")
-assert estimate.earning == str(200 * 10**18)
+assert estimate.earning == str(200 * 10**estimate.decimals)  # c0's decimals, from the chain
 
 # %% [markdown]
 # ## The feed

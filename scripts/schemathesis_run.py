@@ -31,10 +31,22 @@ def main(extra: list[str]) -> int:
         key = t.admin.create_api_key(org.id, user_id="schemathesis").secret
         with serve(create_app(t)) as url:
             command = [
-                sys.executable, "-m", "schemathesis.cli", "run", f"{url}/v1/openapi.json",
-                "--header", f"x-api-key:{key}", "--checks", CHECKS, "--seed", "1",
-                "--max-examples", "25", "--no-color", *extra,
-            ]  # fmt: skip
+                sys.executable,
+                "-m",
+                "schemathesis.cli",
+                "run",
+                f"{url}/v1/openapi.json",
+                "--header",
+                f"x-api-key:{key}",
+                "--checks",
+                CHECKS,
+                "--seed",
+                "1",
+                "--max-examples",
+                "25",
+                "--no-color",
+                *extra,
+            ]
             status = subprocess.run(command, check=False).returncode  # noqa: S603
         t.close()
     return status

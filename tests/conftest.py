@@ -5,7 +5,11 @@ The storage of the whole run is SQLite (a file in each test's tmp_path, the defa
 PostgreSQL: ``pytest --storage=postgresql`` or ``TREASURY_TEST_STORAGE=postgresql``. On
 PostgreSQL each test gets a fresh schema of the server at ``TREASURY_TEST_POSTGRES``
 (default ``postgresql://postgres@127.0.0.1:5432/postgres``), dropped afterwards, and the
-tests marked ``sqlite_only`` (about SQLite's files, locks and key file) are skipped."""
+tests marked ``sqlite_only`` (about SQLite's files, locks and key file) are skipped.
+
+The devnet's c0 has 18 decimals, or what ``pytest --c0-decimals=6`` (or
+``TREASURY_TEST_C0_DECIMALS``) says: every devnet and anvil deployment of the run, in this
+process, gives c0 that many (`_deploy.DECIMALS`' c0 entry, the deployments' default)."""
 
 from __future__ import annotations
 
@@ -44,6 +48,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the storage every test's treasury uses: sqlite (default) or postgresql"
         " (env TREASURY_TEST_STORAGE; the server: TREASURY_TEST_POSTGRES)",
     )
+    parser.addoption(
+        "--c0-decimals",
+        default=os.environ.get("TREASURY_TEST_C0_DECIMALS") or "18",
+        help="the decimals of the c0 every devnet and anvil deployment of the run gives:"
+        " 18 (default) or 6, as M0's extensions (env TREASURY_TEST_C0_DECIMALS)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -52,12 +62,25 @@ def pytest_configure(config: pytest.Config) -> None:
     if chosen not in STORAGES:
         raise pytest.UsageError(f"--storage must be sqlite or postgresql, not {chosen!r}")
     _storage = STORAGES[chosen]
+    from treasury.backends.chain import _deploy
+
+    given = str(config.getoption("c0_decimals"))
+    try:
+        places = _deploy.check_c0_decimals(int(given) if given.isdigit() else given)
+    except ValueError as error:
+        raise pytest.UsageError(f"--c0-decimals: {error}") from None
+    _deploy.DECIMALS["c0"] = places  # the default of every deployment of this run
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from treasury.backends.chain._deploy import DECIMALS
+
     server = urlsplit(POSTGRES_SERVER)  # never the password
     where = f" ({server.username or ''}@{server.hostname}:{server.port}{server.path})"
-    return f"storage: {_storage}{where if on_postgres() else ''}"
+    return [
+        f"storage: {_storage}{where if on_postgres() else ''}",
+        f"c0 decimals: {DECIMALS['c0']}",
+    ]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -36,11 +36,14 @@ def onramp(bank_account_id: str, to_address: str, amount: str = "100", **extra: 
     """The body of an on-ramp: USD pushed by ACH from a bank account, USDC to an address."""
     return {
         "amount": amount,
-        "source": {"currency": "usd", "payment_rail": "ach_push",
-                   "external_account_id": bank_account_id},
+        "source": {
+            "currency": "usd",
+            "payment_rail": "ach_push",
+            "external_account_id": bank_account_id,
+        },
         "destination": {"currency": "usdc", "payment_rail": "ethereum", "to_address": to_address},
         **extra,
-    }  # fmt: skip
+    }
 
 
 def offramp(from_address: str, bank_account_id: str, amount: str = "100", **extra: object) -> dict:
@@ -48,10 +51,13 @@ def offramp(from_address: str, bank_account_id: str, amount: str = "100", **extr
     return {
         "amount": amount,
         "source": {"currency": "usdc", "payment_rail": "ethereum", "from_address": from_address},
-        "destination": {"currency": "usd", "payment_rail": "ach",
-                        "external_account_id": bank_account_id},
+        "destination": {
+            "currency": "usd",
+            "payment_rail": "ach",
+            "external_account_id": bank_account_id,
+        },
         **extra,
-    }  # fmt: skip
+    }
 
 
 def swap(
@@ -61,12 +67,18 @@ def swap(
     currencies = ("usdc", "c0") if pairing == "deposit" else ("c0", "usdc")
     return {
         "amount": amount,
-        "source": {"currency": currencies[0], "payment_rail": "ethereum",
-                   "from_address": from_address},
-        "destination": {"currency": currencies[1], "payment_rail": "ethereum",
-                        "to_address": to_address},
+        "source": {
+            "currency": currencies[0],
+            "payment_rail": "ethereum",
+            "from_address": from_address,
+        },
+        "destination": {
+            "currency": currencies[1],
+            "payment_rail": "ethereum",
+            "to_address": to_address,
+        },
         **extra,
-    }  # fmt: skip
+    }
 
 
 # -- yield claims, hashed with the tests' own code (OpenZeppelin standard-v1, sorted pairs) --

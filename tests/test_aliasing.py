@@ -180,12 +180,14 @@ def test_plain_text_refuses_exactly_control_separators_surrogates_and_bidi(text)
     ("raw", "key"),
     [
         (b'{"label": "a", "label": "b"}', "label"),
-        (b'{"address": "0x' + b"1" * 40 + b'", "label": "a", "address": "0x' + b"2" * 40 + b'"}',
-         "address"),
+        (
+            b'{"address": "0x' + b"1" * 40 + b'", "label": "a", "address": "0x' + b"2" * 40 + b'"}',
+            "address",
+        ),
         (b'{"source": {"currency": "usdc", "currency": "c0"}}', "currency"),
         (b'{"a": [{"b": 1}, {"c": {"d": 1, "d": 2}}]}', "d"),
     ],
-)  # fmt: skip
+)
 def test_a_key_given_twice_at_any_depth_is_400_naming_it(client, raw, key):
     headers = {"content-type": "application/json", "Idempotency-Key": "dup"}
     for path in ("/v1/wallets", "/v1/recipients", "/v1/transfers"):

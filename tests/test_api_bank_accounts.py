@@ -34,10 +34,17 @@ def test_create_answers_spec_fields(client, tenant):
     assert r.status_code == 201
     body = r.json()
     required = {
-        "id": int, "organizationId": str, "userId": str, "bankName": str,
-        "accountOwnerName": str, "routingNumber": str, "accountNumberLast4": str,
-        "checkingOrSavings": str, "createdAt": str, "updatedAt": str,
-    }  # fmt: skip
+        "id": int,
+        "organizationId": str,
+        "userId": str,
+        "bankName": str,
+        "accountOwnerName": str,
+        "routingNumber": str,
+        "accountNumberLast4": str,
+        "checkingOrSavings": str,
+        "createdAt": str,
+        "updatedAt": str,
+    }
     for name, kind in required.items():
         assert isinstance(body[name], kind), name
     assert body["organizationId"] == tenant.org.id

@@ -19,8 +19,9 @@ from eth_account import Account
 from treasury import Treasury
 from treasury.anvil import fund
 from treasury.backends.chain.base import Chain
-from treasury.evm.abi import APPROVE, BALANCE_OF, Function
+from treasury.evm.abi import APPROVE, BALANCE_OF, DECIMALS, Function
 from treasury.http import create_app
+from treasury.money import to_raw
 from treasury.testing.server import serve
 from treasury.yields import project
 
@@ -46,6 +47,15 @@ class Env:
     def balance(self, symbol: str, owner: str) -> int:
         token = self.chain.addresses[symbol]
         return int(BALANCE_OF.decode(self.chain.call(token, BALANCE_OF.encode(owner)))[0])
+
+    def decimals(self, symbol: str) -> int:
+        """What the chain's token `symbol` answers to ``decimals()`` (asked directly)."""
+        token = self.chain.addresses[symbol]
+        return int(DECIMALS.decode(self.chain.call(token, DECIMALS.encode()))[0])
+
+    def raw(self, symbol: str, amount: str) -> int:
+        """`amount` whole units of `symbol` in raw units, at the token's decimals."""
+        return to_raw(amount, self.decimals(symbol))
 
     def sign_and_send(self, account: Any, tx: dict[str, Any], gas: int | None = None) -> dict:
         """Sign a prepared step with web3 and wait for its receipt."""
@@ -114,7 +124,7 @@ def test_deposit_then_withdraw_usdc_round_trip(env: Env):
         assert isinstance(step["description"], str) and step["description"]
         assert set(step["transaction"]) == {"to", "data", "value"}
         assert env.sign_and_send(account, step["transaction"])["status"] == 1
-    assert env.balance("c0", owner) == 25_500_000 * 10**12
+    assert env.balance("c0", owner) == env.raw("c0", "25.5")
     assert env.balance("USDC", owner) == 74_500_000
 
     r = env.client.post(
@@ -122,7 +132,7 @@ def test_deposit_then_withdraw_usdc_round_trip(env: Env):
     )
     withdraw = r.json()
     assert [s["type"] for s in withdraw["steps"]] == ["approval", "swap"]
-    assert withdraw["summary"]["amountInRaw"] == str(25_500_000 * 10**12)
+    assert withdraw["summary"]["amountInRaw"] == str(env.raw("c0", "25.5"))
     for step in withdraw["steps"]:
         assert env.sign_and_send(account, step["transaction"])["status"] == 1
     assert env.balance("c0", owner) == 0
@@ -147,7 +157,7 @@ def test_usdt_with_a_small_allowance_needs_a_reset_first(env: Env):
     assert "from 1 USDT to 0" in steps[0]["description"]  # token units, not 1000000
     for step in steps:
         assert env.sign_and_send(account, step["transaction"])["status"] == 1
-    assert env.balance("c0", owner) == 10 * 10**18
+    assert env.balance("c0", owner) == env.raw("c0", "10")
     assert env.balance("USDT", owner) == 40 * 10**6
 
 
@@ -165,7 +175,7 @@ def test_enough_allowance_means_only_a_swap_and_recipient_gets_the_c0(env: Env):
     steps = env.client.post(f"/v1/{CHAIN}/deposit/prepare", json=body).json()["steps"]
     assert [s["type"] for s in steps] == ["swap"]
     env.sign_and_send(account, steps[0]["transaction"])
-    assert env.balance("c0", recipient) == 2 * 10**18
+    assert env.balance("c0", recipient) == env.raw("c0", "2")
 
 
 @pytest.mark.parametrize(
@@ -224,10 +234,20 @@ def test_transaction_is_pending_then_confirmed_by_the_indexer(env: Env):
     assert done["status"] == "confirmed"
     rc = done["receipt"]
     types = {
-        "chainId": int, "hash": str, "from": str, "to": str, "transactionIndex": int,
-        "blockHash": str, "blockNumber": int, "type": int, "contractAddress": str,
-        "status": int, "root": str, "createdAt": str, "updatedAt": str,
-    }  # fmt: skip
+        "chainId": int,
+        "hash": str,
+        "from": str,
+        "to": str,
+        "transactionIndex": int,
+        "blockHash": str,
+        "blockNumber": int,
+        "type": int,
+        "contractAddress": str,
+        "status": int,
+        "root": str,
+        "createdAt": str,
+        "updatedAt": str,
+    }
     for name, kind in types.items():
         assert type(rc[name]) is kind, name
     assert rc["status"] == 1 and rc["hash"] == tx_hash and rc["chainId"] == CHAIN
@@ -276,9 +296,14 @@ def test_transaction_errors(env: Env):
     other = make_tenant(env.t, "Globex")
     theirs = other.org.wallets.track(address=address(), label="Theirs").wallet.id
     base = {
-        "hash": "0x" + "ab" * 32, "type": "deposit", "from": address(), "contract": address(),
-        "token": address(), "amount": "1", "walletId": theirs,
-    }  # fmt: skip
+        "hash": "0x" + "ab" * 32,
+        "type": "deposit",
+        "from": address(),
+        "contract": address(),
+        "token": address(),
+        "amount": "1",
+        "walletId": theirs,
+    }
     r = env.client.post(f"/v1/{CHAIN}/transactions", json=base)
     assert r.status_code == 404 and r.json() == {"error": "Wallet not found"}
     mine = env.tenant.org.wallets.track(address=address(), label="Mine").wallet.id
@@ -319,24 +344,31 @@ def test_balances_and_yield(env: Env):
     by_symbol = {item["symbol"]: item for item in body["data"]}
     assert set(by_symbol) == {"USDC", "USDT", "c0", "ETH"}
     assert by_symbol["ETH"] == {  # the gas coin, last, at the native-asset address of EIP-7528
-        "token": "0x" + "e" * 40, "name": "Ether", "symbol": "ETH",
-        "raw": str(25 * 10**16), "decimals": 18,
-    }  # fmt: skip
+        "token": "0x" + "e" * 40,
+        "name": "Ether",
+        "symbol": "ETH",
+        "raw": str(25 * 10**16),
+        "decimals": 18,
+    }
     assert body["data"][-1]["symbol"] == "ETH"
     assert by_symbol["USDC"] == {
-        "token": env.chain.addresses["USDC"], "name": by_symbol["USDC"]["name"],
-        "symbol": "USDC", "raw": "250500000", "decimals": 6,
-    }  # fmt: skip
-    assert by_symbol["c0"]["raw"] == str(1000 * 10**18) and by_symbol["c0"]["decimals"] == 18
+        "token": env.chain.addresses["USDC"],
+        "name": by_symbol["USDC"]["name"],
+        "symbol": "USDC",
+        "raw": "250500000",
+        "decimals": 6,
+    }
+    c0, places = env.raw("c0", "1000"), env.decimals("c0")
+    assert by_symbol["c0"]["raw"] == str(c0) and by_symbol["c0"]["decimals"] == places
     assert by_symbol["USDT"]["raw"] == "0"
 
     rate = env.chain.earner_rate_bps() if hasattr(env.chain, "earner_rate_bps") else 415
-    expected = project(1000 * 10**18, rate)
+    expected = project(c0, rate)
     for path in (f"/v1/{CHAIN}/yield/estimate", f"/v1/{CHAIN}/yield"):
         y = env.client.get(path, params={"address": owner}).json()
         assert y == {
-            "earning": str(1000 * 10**18),
-            "decimals": 18,
+            "earning": str(c0),
+            "decimals": places,
             "rate": {"apy": float(expected.apy)},
             "dailyYield": str(expected.daily),
             "monthlyYield": str(expected.monthly),

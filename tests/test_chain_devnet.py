@@ -13,6 +13,7 @@ from eth_account import Account
 from web3 import Web3
 
 from treasury.backends.chain import ChainConfig
+from treasury.backends.chain._deploy import DECIMALS
 from treasury.backends.chain.base import Reverted
 from treasury.backends.chain.devnet import DevnetChain
 from treasury.errors import UpstreamError
@@ -22,7 +23,8 @@ from treasury.testing.chain import ChainSuite, Fund, balance_of
 
 @pytest.fixture(scope="module")
 def devnet() -> Iterator[DevnetChain]:
-    chain = DevnetChain.from_config(ChainConfig(31337, "devnet://"))
+    """The devnet with its default c0 of 18 decimals (named: a run may change the default)."""
+    chain = DevnetChain.from_config(ChainConfig(31337, "devnet://?c0_decimals=18"))
     yield chain
     chain.close()
 
@@ -37,11 +39,75 @@ class TestDevnetChain(ChainSuite):
         return devnet.faucet
 
 
+@pytest.fixture(scope="module")
+def six() -> Iterator[DevnetChain]:
+    """A devnet whose c0 has 6 decimals, as M0's extensions."""
+    chain = DevnetChain.from_config(ChainConfig(31337, "devnet://?c0_decimals=6"))
+    yield chain
+    chain.close()
+
+
+class TestDevnetChainWithSixDecimalC0(ChainSuite):
+    @pytest.fixture
+    def chain(self, six: DevnetChain) -> DevnetChain:
+        return six
+
+    @pytest.fixture
+    def fund(self, six: DevnetChain) -> Fund:
+        return six.faucet
+
+
+def test_c0_decimals_from_the_url_or_the_chain_table(six: DevnetChain) -> None:
+    assert six.c0_decimals == 6
+    assert DevnetChain().c0_decimals == DECIMALS["c0"]  # the default table's (18)
+    table = ChainConfig.parse(31337, {"url": "devnet://", "c0_decimals": 6})
+    assert DevnetChain.from_config(table).c0_decimals == 6
+    both = ChainConfig.parse(31337, {"url": "devnet://?c0_decimals=18", "c0_decimals": 6})
+    assert both.url == "devnet://" and both.c0_decimals == 6  # the table's wins
+    owner = Account.create().address
+    six.faucet(owner, "c0", "2.5")
+    assert balance_of(six, "c0", owner) == 2_500_000
+    with pytest.raises(ValueError, match="more than 6 decimal places"):
+        six.faucet(owner, "c0", "0.0000001")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("devnet://?c0_decimals=5", "from 6 to 18, got 5"),
+        ("devnet://?c0_decimals=19", "from 6 to 18, got 19"),
+        ("devnet://?c0_decimals=six", "must be a whole number, got 'six'"),
+        ("devnet://?c0_decimals=-6", "must be a whole number, got '-6'"),
+        ("devnet://?decimals=6", "unknown devnet:// URL settings: decimals=6"),
+        ({"url": "devnet://", "c0_decimals": "6"}, "must be a whole number, got '6'"),
+        ({"url": "http://127.0.0.1:1", "c0_decimals": 6}, "c0_decimals is a setting of devnet"),
+    ],
+)
+def test_c0_decimals_refused(spec: str | dict, message: str) -> None:
+    from treasury.backends.chain.rpc import RpcChain
+
+    with pytest.raises(ValueError, match=message):
+        config = ChainConfig.parse(31337, spec)
+        backend = DevnetChain if config.url.startswith("devnet") else RpcChain
+        backend.from_config(config)
+
+
+def test_a_chain_file_keeps_the_decimals_it_was_deployed_with(tmp_path) -> None:
+    path = str(tmp_path / "t.chain")
+    DevnetChain(state_path=path, c0_decimals=6).close()
+    again = DevnetChain(state_path=path)  # no setting: the file's
+    assert again.c0_decimals == 6
+    again.close()
+    with pytest.raises(ValueError, match="has a c0 of 6 decimals, not 18"):
+        DevnetChain(state_path=path, c0_decimals=18)
+    DevnetChain.from_config(ChainConfig(31337, f"devnet:///{path}?c0_decimals=6")).close()
+
+
 def test_faucet_amounts_are_exact(devnet: DevnetChain) -> None:
     owner = Account.create().address
     devnet.faucet(owner, "USDC", "250.5")
     devnet.faucet(owner, "USDT", Decimal("0.000001"))
-    devnet.faucet(owner, "c0", "1.000000000000000001")
+    devnet.faucet(owner, "c0", "1.000000000000000001")  # 18 decimals
     devnet.faucet(owner, "ETH", "2")
     assert balance_of(devnet, "USDC", owner) == 250_500_000
     assert balance_of(devnet, "USDT", owner) == 1
@@ -136,10 +202,16 @@ def test_a_chain_kept_in_a_file_reopens_as_it_was(tmp_path) -> None:
     first.faucet(sender.address, "ETH", "1")
     tx_hash = first.faucet(sender.address, "USDC", "7.5")
     signed = sender.sign_transaction(
-        {"chainId": 31337, "type": 2, "nonce": 0, "to": Web3.to_checksum_address(first.addresses["USDC"]), "gas": 100_000,
-         "data": calldata("transfer(address,uint256)", first.deployer, 500_000),
-         **first.fee_fields()}
-    )  # fmt: skip
+        {
+            "chainId": 31337,
+            "type": 2,
+            "nonce": 0,
+            "to": Web3.to_checksum_address(first.addresses["USDC"]),
+            "gas": 100_000,
+            "data": calldata("transfer(address,uint256)", first.deployer, 500_000),
+            **first.fee_fields(),
+        }
+    )
     first.send_raw_transaction(bytes(signed.raw_transaction))
     first.set_earner_rate_bps(777)
     receipt = first.receipts([tx_hash])[0]
@@ -196,9 +268,16 @@ def test_a_reverted_transaction_is_mined_and_paid_for(devnet: DevnetChain) -> No
     devnet.faucet(sender.address, "ETH", "1")
     mint = calldata("mint(address,uint256)", sender.address, 1)
     signed = sender.sign_transaction(
-        {"chainId": 31337, "type": 2, "nonce": 0, "to": Web3.to_checksum_address(devnet.addresses["USDC"]),
-         "gas": 100_000, "data": mint, **devnet.fee_fields()}
-    )  # fmt: skip
+        {
+            "chainId": 31337,
+            "type": 2,
+            "nonce": 0,
+            "to": Web3.to_checksum_address(devnet.addresses["USDC"]),
+            "gas": 100_000,
+            "data": mint,
+            **devnet.fee_fields(),
+        }
+    )
     tx_hash = devnet.send_raw_transaction(bytes(signed.raw_transaction))
     (receipt,) = devnet.receipts([tx_hash])
     assert receipt is not None and receipt.status == 0
@@ -221,8 +300,16 @@ def test_a_reverted_transaction_is_mined_and_paid_for(devnet: DevnetChain) -> No
 def test_refusals_speak_as_nodes_do(devnet: DevnetChain, change: dict, words: str) -> None:
     sender = Account.create()
     devnet.faucet(sender.address, "ETH", "1")
-    tx = {"chainId": 31337, "type": 2, "nonce": 0, "to": sender.address, "gas": 21_000,
-          "value": 1, **devnet.fee_fields(), **change}  # fmt: skip
+    tx = {
+        "chainId": 31337,
+        "type": 2,
+        "nonce": 0,
+        "to": sender.address,
+        "gas": 21_000,
+        "value": 1,
+        **devnet.fee_fields(),
+        **change,
+    }
     signed = sender.sign_transaction(tx)
     with pytest.raises(UpstreamError, match=words):
         devnet.send_raw_transaction(bytes(signed.raw_transaction))
@@ -233,8 +320,14 @@ def test_refusals_speak_as_nodes_do(devnet: DevnetChain, change: dict, words: st
 def test_legacy_and_access_list_transactions_are_mined(devnet: DevnetChain, kind: int) -> None:
     sender, to = Account.create(), Account.create().address
     devnet.faucet(sender.address, "ETH", "1")
-    tx = {"chainId": 31337, "nonce": 0, "to": to, "gas": 21_000, "value": 5,
-          "gasPrice": devnet.fee_fields()["maxFeePerGas"]}  # fmt: skip
+    tx = {
+        "chainId": 31337,
+        "nonce": 0,
+        "to": to,
+        "gas": 21_000,
+        "value": 5,
+        "gasPrice": devnet.fee_fields()["maxFeePerGas"],
+    }
     if kind == 1:
         tx |= {"type": 1, "accessList": []}
     tx_hash = devnet.send_raw_transaction(bytes(sender.sign_transaction(tx).raw_transaction))
@@ -266,3 +359,14 @@ def test_a_deployment_cut_short_leaves_a_file_that_starts_afresh(tmp_path, monke
     assert chain.earner_rate_bps() == 415  # deployed whole this time
     assert balance_of(chain, "USDC", chain.addresses["swap_facility"]) >= 10**15
     chain.close()
+
+
+def test_a_treasury_reads_the_devnet_c0_decimals_and_its_file_keeps_them(tmp_path) -> None:
+    from treasury import Treasury
+
+    store = f"sqlite:///{tmp_path / 't.db'}"
+    with Treasury.open(store, master_key="0" * 64, chains={31337: "devnet://?c0_decimals=6"}) as t:
+        assert t.decimals(31337, "c0") == 6 and t.decimals(31337, "USDC") == 6
+    assert (tmp_path / "t.db.chain").exists()
+    with Treasury.open(store, master_key="0" * 64, chains={31337: "devnet://"}) as t:
+        assert t.decimals(31337, "c0") == 6  # the file's, not the default

@@ -210,6 +210,12 @@ def test_worker_refuses_the_in_process_devnet(cwd: Path) -> None:
     assert "treasury devnet" in run("faucet", "0x" + "42" * 20, "1", "ETH", code=1).stderr
 
 
+def test_devnet_refuses_c0_decimals_it_cannot_deploy(cwd: Path) -> None:
+    refused = run("devnet", "--c0-decimals", "5", "--no-write", code=1)  # before anvil starts
+    assert "c0_decimals must be a whole number from 6 to 18, got 5" in refused.stderr
+    assert "Traceback" not in refused.output
+
+
 def test_worker_once_exits_1_when_a_job_failed(cwd: Path) -> None:
     (cwd / "treasury.toml").write_text('[chains.5]\nurl = "http://127.0.0.1:9"\n')
     failed = run("worker", "--once", "--json", code=1)
@@ -296,8 +302,11 @@ def test_devnet_runs_anvil_and_serve_uses_it(cwd: Path) -> None:
     devnet_log = (cwd / "devnet.log").open("w+")
     devnet = subprocess.Popen(
         [sys.executable, "-m", "treasury.cli", "devnet", "--port", str(anvil_port)],
-        cwd=cwd, env=env, stdout=devnet_log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        cwd=cwd,
+        env=env,
+        stdout=devnet_log,
+        stderr=subprocess.STDOUT,
+    )
     serve = None
     try:
         deadline = time.monotonic() + 60
@@ -310,15 +319,23 @@ def test_devnet_runs_anvil_and_serve_uses_it(cwd: Path) -> None:
         chain = tomllib.loads((cwd / "treasury.toml").read_text())["chains"]["31337"]
         assert chain["url"] == f"http://127.0.0.1:{anvil_port}"
         assert set(chain["addresses"]) == {
-            "USDC", "USDT", "c0", "swap_facility", "earner_rate_source", "multicall",
+            "USDC",
+            "USDT",
+            "c0",
+            "swap_facility",
+            "earner_rate_source",
+            "multicall",
             "yield_distributor",
-        }  # fmt: skip
+        }
 
         secret = run_json("init", master_key=None)["apiKey"]["secret"]
         serve = subprocess.Popen(
             [sys.executable, "-m", "treasury.cli", "serve", "--port", str(api_port)],
-            cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
         holder = "0x" + "42" * 20
         base = f"http://127.0.0.1:{api_port}/v1"
         while True:
@@ -365,6 +382,7 @@ def test_yield_periods_show_and_publish(cwd: Path) -> None:
         org = t.for_organization(t.admin.create_organization("Acme").id)
         wallet = org.wallets.create(label="Ops").address
         t.chain(31337).faucet(wallet, "c0", "500")
+        places = t.decimals(31337, "c0")
         t.run_once()
         now[0] = bounds(period_of(tuesday))[1] + timedelta(minutes=1)
         assert t.run_once()["yield_periods_published"] == 1
@@ -376,12 +394,13 @@ def test_yield_periods_show_and_publish(cwd: Path) -> None:
     assert [leaf["account"] for leaf in shown["leaves"]] == [wallet]
     text = run("yield", "show", week).stdout
     assert "Root 0x" in text and "raw" not in text
-    assert f"{to_units(shown['total'], 18)} c0" in text  # token units, not raw
+    assert f"{to_units(shown['total'], places)} c0" in text  # token units, not raw
     assert "not published" in run("yield", "show", "1", code=1).stderr
     published = run_json("yield", "publish")
     assert published["errors"] == {} and set(published["counts"]) <= {
-        "yield_snapshots", "yield_periods_published"
-    }  # fmt: skip
+        "yield_snapshots",
+        "yield_periods_published",
+    }
 
 
 def test_orgs_onboard_starts_the_fiat_onboarding(cwd: Path) -> None:

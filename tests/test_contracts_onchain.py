@@ -21,7 +21,6 @@ CONTRACTS: dict[str, dict[str, Any]] = json.loads(ARTIFACTS.read_text(encoding="
     "contracts"
 ]
 
-SCALE = 10**12  # c0 base units per stablecoin base unit
 USDC = 10**6  # one whole stablecoin
 
 
@@ -37,6 +36,12 @@ class Chain:
     facility: Any
     rate: Any
     multicall: Any
+    places: int  # c0's decimals
+
+    @property
+    def scale(self) -> int:
+        """c0 base units per stablecoin base unit."""
+        return 10 ** (self.places - 6)
 
 
 def _send(fn: Any, sender: str) -> Any:
@@ -60,18 +65,19 @@ def _deploy(w3: Web3, name: str, *args: Any, sender: str) -> Any:
     return w3.eth.contract(address=receipt["contractAddress"], abi=CONTRACTS[name]["abi"])
 
 
-@pytest.fixture
-def chain() -> Chain:
+@pytest.fixture(params=[18, 6], ids=["c0-18", "c0-6"])
+def chain(request: pytest.FixtureRequest) -> Chain:
+    """Our contracts with a c0 of 18 decimals (the devnet's default) or 6 (M0's)."""
     w3 = DevnetChain().web3  # a chain of its own, in memory
     owner, alice, bob = w3.eth.accounts[:3]
     usdc = _deploy(w3, "TestStablecoin", "USD Coin", "USDC", sender=owner)
     usdt = _deploy(w3, "TestTetherToken", "Tether USD", "USDT", sender=owner)
-    c0 = _deploy(w3, "C0Token", sender=owner)
+    c0 = _deploy(w3, "C0Token", request.param, sender=owner)
     facility = _deploy(w3, "SwapFacility", c0.address, usdc.address, usdt.address, sender=owner)
     _send(c0.functions.setMinter(facility.address, True), owner)
     rate = _deploy(w3, "EarnerRateSource", 415, sender=owner)
     multicall = _deploy(w3, "Multicall3", sender=owner)
-    return Chain(w3, owner, alice, bob, usdc, usdt, c0, facility, rate, multicall)
+    return Chain(w3, owner, alice, bob, usdc, usdt, c0, facility, rate, multicall, request.param)
 
 
 def test_token_metadata(chain: Chain) -> None:
@@ -80,11 +86,30 @@ def test_token_metadata(chain: Chain) -> None:
     assert chain.usdc.functions.name().call() == "USD Coin"
     assert chain.usdt.functions.decimals().call() == 6
     assert chain.usdt.functions.symbol().call() == "USDT"
-    assert chain.c0.functions.decimals().call() == 18
+    assert chain.c0.functions.decimals().call() == chain.places
     assert chain.c0.functions.symbol().call() == "c0"
     assert chain.facility.functions.c0().call() == chain.c0.address
     assert chain.facility.functions.usdc().call() == chain.usdc.address
     assert chain.facility.functions.usdt().call() == chain.usdt.address
+    facility, usdc, usdt = chain.facility, chain.usdc.address, chain.usdt.address
+    assert facility.functions.usdcScale().call() == chain.scale  # read from the tokens
+    assert facility.functions.usdtScale().call() == chain.scale
+    assert facility.functions.scale(usdc).call() == facility.functions.scale(usdt).call()
+    with pytest.raises(ContractLogicError, match="not a stablecoin"):
+        facility.functions.scale(chain.c0.address).call()
+
+
+def test_a_c0_with_fewer_decimals_than_a_stablecoin_is_refused() -> None:
+    w3 = DevnetChain().web3
+    owner = w3.eth.accounts[0]
+    usdc = _deploy(w3, "TestStablecoin", "USD Coin", "USDC", sender=owner)
+    usdt = _deploy(w3, "TestTetherToken", "Tether USD", "USDT", sender=owner)
+    c0 = _deploy(w3, "C0Token", 2, sender=owner)
+    factory = w3.eth.contract(
+        abi=CONTRACTS["SwapFacility"]["abi"], bytecode=CONTRACTS["SwapFacility"]["bytecode"]
+    )
+    with pytest.raises(ContractLogicError, match="c0 has fewer decimals than a stablecoin"):
+        factory.constructor(c0.address, usdc.address, usdt.address).transact({"from": owner})
 
 
 def test_mint_permissions(chain: Chain) -> None:
@@ -105,8 +130,8 @@ def test_mint_permissions(chain: Chain) -> None:
     _reverts(usdc.functions.mint(bob, 1), alice, "not a minter")
 
     # c0: the owner may mint (faucet); only minters may burn.
-    _send(chain.c0.functions.mint(alice, 3 * SCALE), owner)
-    assert chain.c0.functions.balanceOf(alice).call() == 3 * SCALE
+    _send(chain.c0.functions.mint(alice, 3 * chain.scale), owner)
+    assert chain.c0.functions.balanceOf(alice).call() == 3 * chain.scale
     _reverts(chain.c0.functions.mint(alice, 1), alice, "not a minter")
     _reverts(chain.c0.functions.burn(1), owner, "C0: caller is not a minter")
     _reverts(chain.c0.functions.burn(1), alice, "C0: caller is not a minter")
@@ -135,10 +160,10 @@ def test_deposit_and_withdraw_usdc(chain: Chain) -> None:
     # deposit: USDC -> c0, minted to a different recipient
     _send(usdc.functions.approve(facility.address, amount), alice)
     swap = facility.functions.swap(usdc.address, c0.address, amount, bob)
-    assert swap.call({"from": alice}) == amount * SCALE
+    assert swap.call({"from": alice}) == amount * chain.scale
     receipt = _send(swap, alice)
-    assert c0.functions.balanceOf(bob).call() == amount * SCALE
-    assert c0.functions.totalSupply().call() == amount * SCALE
+    assert c0.functions.balanceOf(bob).call() == amount * chain.scale
+    assert c0.functions.totalSupply().call() == amount * chain.scale
     assert usdc.functions.balanceOf(alice).call() == 0
     assert usdc.functions.balanceOf(facility.address).call() == amount
     (event,) = facility.events.Swap().process_receipt(receipt, errors=DISCARD)
@@ -148,26 +173,26 @@ def test_deposit_and_withdraw_usdc(chain: Chain) -> None:
         "tokenIn": usdc.address,
         "tokenOut": c0.address,
         "amountIn": amount,
-        "amountOut": amount * SCALE,
+        "amountOut": amount * chain.scale,
     }
 
     # withdrawal without approving c0 first fails
     _reverts(
-        facility.functions.swap(c0.address, usdc.address, amount * SCALE, bob),
+        facility.functions.swap(c0.address, usdc.address, amount * chain.scale, bob),
         bob,
         "insufficient allowance",
     )
 
     # withdrawal: c0 -> USDC, in two parts
     part = 1_000 * USDC
-    _send(c0.functions.approve(facility.address, amount * SCALE), bob)
-    _send(facility.functions.swap(c0.address, usdc.address, part * SCALE, alice), bob)
+    _send(c0.functions.approve(facility.address, amount * chain.scale), bob)
+    _send(facility.functions.swap(c0.address, usdc.address, part * chain.scale, alice), bob)
     assert usdc.functions.balanceOf(alice).call() == part
     receipt = _send(
-        facility.functions.swap(c0.address, usdc.address, (amount - part) * SCALE, bob), bob
+        facility.functions.swap(c0.address, usdc.address, (amount - part) * chain.scale, bob), bob
     )
     (event,) = facility.events.Swap().process_receipt(receipt, errors=DISCARD)
-    assert event["args"]["amountIn"] == (amount - part) * SCALE
+    assert event["args"]["amountIn"] == (amount - part) * chain.scale
     assert event["args"]["amountOut"] == amount - part
     assert usdc.functions.balanceOf(bob).call() == amount - part
     assert c0.functions.balanceOf(bob).call() == 0
@@ -190,13 +215,13 @@ def test_usdt_approve_rule_and_deposit(chain: Chain) -> None:
     assert usdt.functions.allowance(alice, spender).call() == 20 * USDC
 
     _send(facility.functions.swap(usdt.address, c0.address, 20 * USDC, alice), alice)
-    assert c0.functions.balanceOf(alice).call() == 20 * USDC * SCALE
+    assert c0.functions.balanceOf(alice).call() == 20 * USDC * chain.scale
     assert usdt.functions.allowance(alice, spender).call() == 0
     # allowance is back to zero, so a fresh non-zero approve works again
     _send(usdt.functions.approve(spender, 5 * USDC), alice)
 
-    _send(c0.functions.approve(spender, 20 * USDC * SCALE), alice)
-    _send(facility.functions.swap(c0.address, usdt.address, 20 * USDC * SCALE, alice), alice)
+    _send(c0.functions.approve(spender, 20 * USDC * chain.scale), alice)
+    _send(facility.functions.swap(c0.address, usdt.address, 20 * USDC * chain.scale, alice), alice)
     assert usdt.functions.balanceOf(alice).call() == 50 * USDC
 
 
@@ -211,12 +236,13 @@ def test_swap_rejections(chain: Chain) -> None:
     def swap(token_in: Any, token_out: Any, amount: int) -> Any:
         return facility.functions.swap(token_in.address, token_out.address, amount, alice)
 
-    _reverts(swap(c0, usdc, SCALE + 1), alice, "SwapFacility: dust")
-    _reverts(swap(c0, usdc, SCALE // 2), alice, "SwapFacility: dust")
+    if chain.scale > 1:  # a c0 finer than the stablecoin: amounts it cannot pay out
+        _reverts(swap(c0, usdc, chain.scale + 1), alice, "SwapFacility: dust")
+        _reverts(swap(c0, usdc, chain.scale // 2), alice, "SwapFacility: dust")
     _reverts(swap(c0, usdc, 0), alice, "SwapFacility: zero amount")
     _reverts(swap(usdc, c0, 0), alice, "SwapFacility: zero amount")
     _reverts(swap(usdc, usdt, 1), alice, "SwapFacility: unsupported pair")
-    _reverts(swap(c0, c0, SCALE), alice, "SwapFacility: unsupported pair")
+    _reverts(swap(c0, c0, chain.scale), alice, "SwapFacility: unsupported pair")
     _reverts(swap(chain.rate, c0, 1), alice, "SwapFacility: unsupported pair")
     _reverts(
         facility.functions.swap(usdc.address, c0.address, 1, "0x" + "00" * 20),
@@ -224,16 +250,16 @@ def test_swap_rejections(chain: Chain) -> None:
         "SwapFacility: zero recipient",
     )
     # reserves hold 10 USDC and no USDT
-    _reverts(swap(c0, usdt, SCALE), alice, "SwapFacility: insufficient reserves")
-    _send(c0.functions.mint(alice, 5 * USDC * SCALE), chain.owner)  # faucet c0, unbacked
-    _reverts(swap(c0, usdc, 11 * USDC * SCALE), alice, "SwapFacility: insufficient reserves")
+    _reverts(swap(c0, usdt, chain.scale), alice, "SwapFacility: insufficient reserves")
+    _send(c0.functions.mint(alice, 5 * USDC * chain.scale), chain.owner)  # faucet c0, unbacked
+    _reverts(swap(c0, usdc, 11 * USDC * chain.scale), alice, "SwapFacility: insufficient reserves")
     # a deposit needs the stablecoin allowance
     _send(usdc.functions.mint(bob, USDC), chain.owner)
     _reverts(
         facility.functions.swap(usdc.address, c0.address, USDC, bob), bob, "insufficient allowance"
     )
     # nothing above moved any funds
-    assert c0.functions.balanceOf(alice).call() == 15 * USDC * SCALE
+    assert c0.functions.balanceOf(alice).call() == 15 * USDC * chain.scale
     assert usdc.functions.balanceOf(facility.address).call() == 10 * USDC
 
 
@@ -253,7 +279,7 @@ def test_multicall_aggregate3(chain: Chain) -> None:
     usdc, usdt, c0, mc, alice = chain.usdc, chain.usdt, chain.c0, chain.multicall, chain.alice
     _send(usdc.functions.mint(alice, 11), chain.owner)
     _send(usdt.functions.mint(alice, 22), chain.owner)
-    _send(c0.functions.mint(alice, 33 * SCALE), chain.owner)
+    _send(c0.functions.mint(alice, 33 * chain.scale), chain.owner)
 
     calls = [
         (token.address, False, token.encode_abi("balanceOf", args=[alice]))
@@ -266,7 +292,7 @@ def test_multicall_aggregate3(chain: Chain) -> None:
     assert len(results) == 4
     assert [ok for ok, _ in results] == [True, True, True, False]
     balances = [decode(["uint256"], data)[0] for _, data in results[:3]]
-    assert balances == [11, 22, 33 * SCALE]
+    assert balances == [11, 22, 33 * chain.scale]
     # the failing call's return data is the Error(string) revert payload
     assert results[3][1][:4] == bytes.fromhex("08c379a0")
     assert b"not the owner" in results[3][1]

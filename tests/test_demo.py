@@ -16,8 +16,13 @@ def demo(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TREASURY_")}
     return subprocess.run(
         [sys.executable, "-m", "treasury.cli", "demo", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=240, check=False,
-    )  # fmt: skip
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
 
 
 @sqlite_only  # the demo's own store is a temporary SQLite file whatever the suite's
@@ -25,11 +30,19 @@ def test_the_demo_runs_every_step_on_the_defaults(tmp_path):
     done = demo(tmp_path)
     assert done.returncode == 0, done.stderr
     for step in (
-        "a managed wallet", "the faucet", "a webhook to a local receiver", "a bank account",
-        "an on-ramp of 250 USD", "completed", "a deposit of 100 USDC into c0",
-        "the yield estimate", "a webhook delivered and its signature verified",
-        "an off-ramp of 50 USDC", "the transfers feed", "every step gave what it should",
-    ):  # fmt: skip
+        "a managed wallet",
+        "the faucet",
+        "a webhook to a local receiver",
+        "a bank account",
+        "an on-ramp of 250 USD",
+        "completed",
+        "a deposit of 100 USDC into c0",
+        "the yield estimate",
+        "a webhook delivered and its signature verified",
+        "an off-ramp of 50 USDC",
+        "the transfers feed",
+        "every step gave what it should",
+    ):
         assert step in done.stdout, step
     assert "c0 a year" in done.stdout and "raw" not in done.stdout  # token units only
     assert list(tmp_path.iterdir()) == []  # nothing left behind in the user's folder

@@ -91,7 +91,7 @@ def test_an_onramp_into_an_own_wallet_announces_each_status_once_and_its_payout(
         "transfer.submitted": 1,
         "transfer.completed": 1,
         "transaction.confirmed": 1,  # the payout, tracked as a transaction of the wallet
-    }  # fmt: skip  (and no deposit.received: the service's own on-ramp paid it)
+    }  # and no deposit.received: the service's own on-ramp paid it
     by_type = {p["type"]: p["data"] for p in got}
     for status in ("created", "submitted", "completed"):
         shown = at_status["pending" if status == "created" else status]
@@ -154,12 +154,17 @@ def test_an_outside_payment_is_one_deposit_and_own_transfers_are_none(t):
         usdc = chain.addresses["USDC"]
         signed = w3.eth.account.sign_transaction(
             {
-                "to": w3.to_checksum_address(usdc), "value": 0, "gas": 100_000,
+                "to": w3.to_checksum_address(usdc),
+                "value": 0,
+                "gas": 100_000,
                 "data": "0x" + TRANSFER.encode(wallet.address, 12_340_000).hex(),
-                "chainId": CHAIN, "nonce": 0, "maxFeePerGas": 10**10, "maxPriorityFeePerGas": 10**9,
+                "chainId": CHAIN,
+                "nonce": 0,
+                "maxFeePerGas": 10**10,
+                "maxPriorityFeePerGas": 10**9,
             },
             payer.key,
-        )  # fmt: skip
+        )
         paid = "0x" + bytes(w3.eth.send_raw_transaction(signed.raw_transaction)).hex()
         # the service's own transfer into the same wallet: a swap of its USDC into c0
         mine.org.transfers.create(swap("deposit", wallet.address, wallet.address, "2"))
@@ -169,10 +174,17 @@ def test_an_outside_payment_is_one_deposit_and_own_transfers_are_none(t):
     assert len(got) == 1
     data = got[0]["data"]
     assert data == {
-        "chainId": CHAIN, "address": wallet.address, "token": "USDC", "tokenAddress": usdc,
-        "amount": "12.34", "raw": "12340000", "from": payer.address.lower(),
-        "transactionHash": paid, "logIndex": data["logIndex"], "blockNumber": data["blockNumber"],
-    }  # fmt: skip
+        "chainId": CHAIN,
+        "address": wallet.address,
+        "token": "USDC",
+        "tokenAddress": usdc,
+        "amount": "12.34",
+        "raw": "12340000",
+        "from": payer.address.lower(),
+        "transactionHash": paid,
+        "logIndex": data["logIndex"],
+        "blockNumber": data["blockNumber"],
+    }
     assert got[0]["type"] == "deposit.received"
 
 
@@ -214,9 +226,16 @@ def test_the_transactions_list_newest_first_by_wallet_in_pages_per_organization(
         tx_hash = "0x" + f"{n:064x}"
         org.transactions.record(
             CHAIN,
-            {"hash": tx_hash, "type": "other", "from": wallet.address, "contract": token,
-             "token": token, "amount": str(n), "walletId": wallet.id},
-        )  # fmt: skip
+            {
+                "hash": tx_hash,
+                "type": "other",
+                "from": wallet.address,
+                "contract": token,
+                "token": token,
+                "amount": str(n),
+                "walletId": wallet.id,
+            },
+        )
         return tx_hash
 
     made = [record(mine.org, one if n % 2 else two, n) for n in range(1, 8)]
@@ -278,18 +297,33 @@ def test_each_status_reached_is_announced_once_in_order(store_only, steps):
     t = store_only
     org = make_tenant(t, f"Org {random.random()}").org
     transfer_id, now = str(uuid.uuid4()), t.now().isoformat()
-    side = {"address": address(), "bank_account": None, "chain_id": CHAIN,
-            "currency": "usdc", "amount": "1"}  # fmt: skip
+    side = {
+        "address": address(),
+        "bank_account": None,
+        "chain_id": CHAIN,
+        "currency": "usdc",
+        "amount": "1",
+    }
     box = t._runtime.secrets
     with t.storage.transaction() as tx:
         tx.execute("DELETE FROM events")
         store.insert(
             tx,
-            {"id": transfer_id, "org_id": org.id, "pairing": "deposit", "status": "pending",
-             "stage": "claimed", "amount": "1", "developer_fee": "0", "chain_id": CHAIN,
-             "source": json.dumps(side), "destination": json.dumps(side),
-             "created_at": now, "updated_at": now},
-        )  # fmt: skip
+            {
+                "id": transfer_id,
+                "org_id": org.id,
+                "pairing": "deposit",
+                "status": "pending",
+                "stage": "claimed",
+                "amount": "1",
+                "developer_fee": "0",
+                "chain_id": CHAIN,
+                "source": json.dumps(side),
+                "destination": json.dumps(side),
+                "created_at": now,
+                "updated_at": now,
+            },
+        )
     reached, recorded = [], False
     for status, records in steps:
         with t.storage.transaction() as tx:
@@ -316,12 +350,17 @@ def pay(chain: Any, payer: Any, to: str, raw: int, nonce: int) -> str:
     w3 = chain.web3
     signed = w3.eth.account.sign_transaction(
         {
-            "to": w3.to_checksum_address(chain.addresses["USDC"]), "value": 0, "gas": 100_000,
-            "data": "0x" + TRANSFER.encode(to, raw).hex(), "chainId": CHAIN, "nonce": nonce,
-            "maxFeePerGas": 10**10, "maxPriorityFeePerGas": 10**9,
+            "to": w3.to_checksum_address(chain.addresses["USDC"]),
+            "value": 0,
+            "gas": 100_000,
+            "data": "0x" + TRANSFER.encode(to, raw).hex(),
+            "chainId": CHAIN,
+            "nonce": nonce,
+            "maxFeePerGas": 10**10,
+            "maxPriorityFeePerGas": 10**9,
         },
         payer.key,
-    )  # fmt: skip
+    )
     return "0x" + bytes(w3.eth.send_raw_transaction(signed.raw_transaction)).hex()
 
 
@@ -336,9 +375,10 @@ def test_deposits_wait_for_confirmations_and_are_found_once_per_organization(
 
     monkeypatch.setattr(detector, "TOPIC_LIMIT", 1)
     t = Treasury.open(
-        new_storage_url("d.db"), master_key=MASTER_KEY,
+        new_storage_url("d.db"),
+        master_key=MASTER_KEY,
         settings=Settings.load({"deposit_confirmations": 2}, env={}),
-    )  # fmt: skip
+    )
     try:
         first, second, third = make_tenant(t), make_tenant(t, "Globex"), make_tenant(t, "Initech")
         shared = address().lower()

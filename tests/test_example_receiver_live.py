@@ -37,28 +37,43 @@ def test_the_receiver_gets_a_delivery_from_a_local_serve(fresh, tmp_path) -> Non
         serving(cwd, "--interval", "0.3", env={**ENV, name: value}) as server,
         httpx.Client(base_url=server.base, headers={"x-api-key": secret}, timeout=60) as api,
     ):
-        hook = api.post("/webhooks", json={
-            "url": f"http://127.0.0.1:{port}/webhooks/treasury",
-            "events": ["transaction.confirmed", "transaction.failed"],
-        })  # fmt: skip
+        hook = api.post(
+            "/webhooks",
+            json={
+                "url": f"http://127.0.0.1:{port}/webhooks/treasury",
+                "events": ["transaction.confirmed", "transaction.failed"],
+            },
+        )
         assert hook.status_code == 201, hook.text
         printed = tmp_path / "receiver.out"
         with printed.open("wb") as sink:
             receiver = subprocess.Popen(
-                [sys.executable, str(EXAMPLE)], stdout=sink, stderr=subprocess.STDOUT,
+                [sys.executable, str(EXAMPLE)],
+                stdout=sink,
+                stderr=subprocess.STDOUT,
                 env=clean_env({"WEBHOOK_SECRET": hook.json()["secret"], "PORT": str(port)}),
-            )  # fmt: skip
+            )
         try:
             _wait_for_port(port, receiver)
             wallet = api.post("/wallets", json={}, headers={"Idempotency-Key": "w"}).json()
-            funded = api.post(f"/test-helpers/{CHAIN}/faucet", json={
-                "address": wallet["address"], "token": "ETH", "amount": "0.1"})  # fmt: skip
+            funded = api.post(
+                f"/test-helpers/{CHAIN}/faucet",
+                json={"address": wallet["address"], "token": "ETH", "amount": "0.1"},
+            )
             tx_hash = funded.json()["transactionHash"]
             address = wallet["address"]
-            recorded = api.post(f"/{CHAIN}/transactions", json={
-                "hash": tx_hash, "type": "other", "from": address, "contract": address,
-                "token": address, "amount": "0", "walletId": wallet["id"],
-            })  # fmt: skip
+            recorded = api.post(
+                f"/{CHAIN}/transactions",
+                json={
+                    "hash": tx_hash,
+                    "type": "other",
+                    "from": address,
+                    "contract": address,
+                    "token": address,
+                    "amount": "0",
+                    "walletId": wallet["id"],
+                },
+            )
             assert recorded.status_code == 201, recorded.text
             deadline = time.monotonic() + 60
             while f"transaction.confirmed: {tx_hash}" not in printed.read_text():

@@ -34,9 +34,11 @@ def load(name: str) -> Any:
 def test_the_webhook_receiver_verifies_and_handles_each_event_once(new_storage_url):
     receiver = load("webhook_receiver")
     t = Treasury.open(
-        new_storage_url("e.db"), master_key=MASTER_KEY, chains={},
+        new_storage_url("e.db"),
+        master_key=MASTER_KEY,
+        chains={},
         allow_private_webhook_urls=True,
-    )  # fmt: skip
+    )
     org = make_tenant(t).org
     handled: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -87,17 +89,25 @@ def test_the_host_app_serves_its_routes_and_treasurys(treasury, tenant):
 def test_the_client_script_runs_against_a_live_server(treasury, tenant, base_url):
     env = {**os.environ, "TREASURY_URL": base_url, "TREASURY_API_KEY": tenant.secret}
     done = subprocess.run(
-        [sys.executable, str(EXAMPLES / "client_script.py")], env=env, capture_output=True,
-        text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [sys.executable, str(EXAMPLES / "client_script.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert "Renamed by the client" in done.stdout and "as expected: Wallet not found" in done.stdout
 
 
 def test_the_walkthrough_notebook_runs_as_a_script(tmp_path):
     done = subprocess.run(
-        [sys.executable, str(EXAMPLES / "walkthrough.py")], cwd=tmp_path, capture_output=True,
-        text=True, timeout=300, check=False,
-    )  # fmt: skip
+        [sys.executable, str(EXAMPLES / "walkthrough.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert "completed" in done.stdout and "apy" in done.stdout

@@ -197,8 +197,10 @@ def test_chains_are_named_by_their_payment_rail(
         "from_address": TO,
     }
     assert off_body["destination"] == {
-        "payment_rail": "ach", "currency": "usd", "external_account_id": account
-    }  # fmt: skip
+        "payment_rail": "ach",
+        "currency": "usd",
+        "external_account_id": account,
+    }
 
 
 def test_many_states_are_read_over_one_kept_alive_connection(
@@ -251,8 +253,10 @@ def test_the_key_is_sent_as_api_key_and_every_post_carries_an_idempotency_key(
     assert gets and not any("Idempotency-Key" in r.headers for r in gets)
     assert [r.path for r in posts[:2]] == ["/kyc_links", f"/customers/{customer}/external_accounts"]
     assert [r.headers["Idempotency-Key"] for r in posts[2:]] == [
-        "k-1", "k-2:wallet", "k-2:virtual-account"
-    ]  # fmt: skip
+        "k-1",
+        "k-2:wallet",
+        "k-2:virtual-account",
+    ]
     assert not any(fake.api_key in r.path for r in fake.requests)
 
 

@@ -29,9 +29,19 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = tmp_path_factory.mktemp("fresh") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "-e", f"{CHECKOUT}[http]"],
-        check=True, timeout=900, env=_clean_env(),
-    )  # fmt: skip
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "-e",
+            f"{CHECKOUT}[http]",
+        ],
+        check=True,
+        timeout=900,
+        env=_clean_env(),
+    )
     return venv
 
 
@@ -44,8 +54,13 @@ def _clean_env() -> dict[str, str]:
 def _treasury(venv: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(venv / "bin" / "treasury"), *args],
-        cwd=cwd, env=_clean_env(), capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        cwd=cwd,
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 @pytest.mark.slow
@@ -70,8 +85,11 @@ def test_the_cli_works_with_the_http_extra_alone(fresh_venv: Path, tmp_path: Pat
     port = free_port()
     serving = subprocess.Popen(
         [str(fresh_venv / "bin" / "treasury"), "serve", "--port", str(port)],
-        cwd=tmp_path, env=_clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=_clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:

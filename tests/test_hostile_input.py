@@ -25,8 +25,12 @@ def server(tmp_path_factory, module_storage_url):
     cli_storage(cwd, module_storage_url)
     init = subprocess.run(
         [sys.executable, "-m", "treasury.cli", "init", "--json"],
-        cwd=cwd, env=clean_env(ENV), capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        cwd=cwd,
+        env=clean_env(ENV),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     secret = json.loads(init.stdout)["apiKey"]["secret"]
     with serving(cwd, env=ENV) as running:
         client = httpx.Client(base_url=running.base, headers={"x-api-key": secret}, timeout=60)
@@ -111,9 +115,10 @@ def test_options_is_json_405_without_a_key(server):
 def test_unicode_digit_ids_delete_nothing_through_the_server(server):
     _, client = server
     made = client.post(
-        "/recipients", json={"address": "0x" + "cd" * 20, "label": "Kept"},
+        "/recipients",
+        json={"address": "0x" + "cd" * 20, "label": "Kept"},
         headers={"Idempotency-Key": "kept"},
-    ).json()  # fmt: skip
+    ).json()
     for zero in (0xFF10, 0x0660):  # full-width and Arabic-Indic digits
         spelled = "".join(chr(zero + int(d)) for d in str(made["id"]))
         encoded = "".join(f"%{b:02X}" for b in spelled.encode())

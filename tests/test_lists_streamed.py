@@ -76,9 +76,14 @@ def test_a_failure_in_the_middle_cuts_the_answer_never_a_shorter_list(
 
     monkeypatch.setattr(store, "every", failing)
     server = create_server(
-        create_app(treasury), host="127.0.0.1", port=0, threads=2,
-        connection_limit=100, channel_timeout=30, max_body_bytes=1024,
-    )  # fmt: skip
+        create_app(treasury),
+        host="127.0.0.1",
+        port=0,
+        threads=2,
+        connection_limit=100,
+        channel_timeout=30,
+        max_body_bytes=1024,
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:

@@ -33,9 +33,13 @@ def javascript(request: dict[str, Any]) -> dict[str, Any]:
             pytest.fail(f"{reason}; CI is set")
         pytest.skip(reason)
     done = subprocess.run(
-        [node, str(SCRIPT)], input=json.dumps(request), capture_output=True, text=True,
-        check=True, timeout=120,
-    )  # fmt: skip
+        [node, str(SCRIPT)],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     answer: dict[str, Any] = json.loads(done.stdout)
     return answer
 

@@ -47,8 +47,14 @@ def live(module_storage_url: str) -> Iterator[dict[str, Any]]:
         gone = tenant.org.wallets.create(label="Gone")
         bank = tenant.org.bank_accounts.create(BANK_ACCOUNT).provider_external_account_id
         with t.storage.transaction() as tx:  # an event, so that the webhook has a delivery
-            emit(tx, org_id=tenant.org.id, event_type="transaction.failed",
-                 wallet_address=None, data={}, now=t.now().isoformat())  # fmt: skip
+            emit(
+                tx,
+                org_id=tenant.org.id,
+                event_type="transaction.failed",
+                wallet_address=None,
+                data={},
+                now=t.now().isoformat(),
+            )
         delivery = tenant.org.webhooks.deliveries(hook.id).data[0].id
         moved = tenant.org.transfers.create(onramp(bank, wallet.address), idempotency_key="t")
         tenant.org.policy.put(approval_threshold="500")  # two to decide, by another user
@@ -59,10 +65,17 @@ def live(module_storage_url: str) -> Iterator[dict[str, Any]]:
         period = t.close_yield_period()  # a published period to read whole
         assert period is not None
         yield {
-            "client": client, "t": t, "wallet": wallet, "hook": hook, "gone": gone,
-            "bank": bank, "transfer": moved, "delivery": delivery, "period": period.period_id,
+            "client": client,
+            "t": t,
+            "wallet": wallet,
+            "hook": hook,
+            "gone": gone,
+            "bank": bank,
+            "transfer": moved,
+            "delivery": delivery,
+            "period": period.period_id,
             "awaiting": awaiting,
-        }  # fmt: skip
+        }
     t.close()
 
 
@@ -71,52 +84,101 @@ def samples(live: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
     wallet, hook = live["wallet"], live["hook"]
     prepare = {"token": "USDC", "amount": "1", "from": wallet.address}
     recorded = {
-        "hash": "0x" + "ab" * 32, "type": "other", "from": wallet.address,
-        "contract": address(), "token": address(), "amount": "1", "walletId": wallet.id,
-    }  # fmt: skip
+        "hash": "0x" + "ab" * 32,
+        "type": "other",
+        "from": wallet.address,
+        "contract": address(),
+        "token": address(),
+        "amount": "1",
+        "walletId": wallet.id,
+    }
     bank, transfer = live["bank"], live["transfer"]
     return {
-        "transfers.create": ("POST", "/v1/transfers", {"json": onramp(bank, wallet.address), "headers": idem()}),
+        "transfers.create": (
+            "POST",
+            "/v1/transfers",
+            {"json": onramp(bank, wallet.address), "headers": idem()},
+        ),
         "transfers.list": ("GET", "/v1/transfers?limit=10", {}),
-        "transfers.export": ("GET", "/v1/transfers/export?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z", {}),
+        "transfers.export": (
+            "GET",
+            "/v1/transfers/export?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z",
+            {},
+        ),
         "transfers.get": ("GET", f"/v1/transfers/{transfer.id}", {}),
         "transfers.approve": ("POST", f"/v1/transfers/{live['awaiting'][0].id}/approve", {}),
         "transfers.reject": ("POST", f"/v1/transfers/{live['awaiting'][1].id}/reject", {}),
         "policy.get": ("GET", "/v1/policy", {}),
-        "policy.put": ("PUT", "/v1/policy", {"json": {"dailyLimit": "1000000", "destinations": "any"}}),
+        "policy.put": (
+            "PUT",
+            "/v1/policy",
+            {"json": {"dailyLimit": "1000000", "destinations": "any"}},
+        ),
         "virtual_account.get": ("GET", "/v1/virtual-account", {}),
         "virtual_wallet.get": ("GET", "/v1/virtual-wallet", {}),
         "wallets.create": ("POST", "/v1/wallets", {"json": {}, "headers": idem()}),
         "wallets.list": ("GET", "/v1/wallets", {}),
-        "wallets.track": ("POST", "/v1/wallets/track", {"json": {"address": address(), "label": "T"}}),
+        "wallets.track": (
+            "POST",
+            "/v1/wallets/track",
+            {"json": {"address": address(), "label": "T"}},
+        ),
         "wallets.get": ("GET", f"/v1/wallets/{wallet.address}", {}),
-        "wallets.update": ("PATCH", f"/v1/wallets/{wallet.address}", {"json": {"label": "Renamed"}}),
+        "wallets.update": (
+            "PATCH",
+            f"/v1/wallets/{wallet.address}",
+            {"json": {"label": "Renamed"}},
+        ),
         "wallets.delete": ("DELETE", f"/v1/wallets/{live['gone'].address}", {}),
-        "recipients.create": ("POST", "/v1/recipients", {"json": {"address": address(), "label": "R"}, "headers": idem()}),
+        "recipients.create": (
+            "POST",
+            "/v1/recipients",
+            {"json": {"address": address(), "label": "R"}, "headers": idem()},
+        ),
         "recipients.list": ("GET", "/v1/recipients", {}),
         "recipients.update": ("PATCH", "/v1/recipients/1", {"json": {"label": "R2"}}),
         "recipients.delete": ("DELETE", "/v1/recipients/1", {}),
         "bank_accounts.create": ("POST", "/v1/bank-accounts", {"json": BANK_ACCOUNT}),
         "bank_accounts.list": ("GET", "/v1/bank-accounts", {}),
-        "webhooks.create": ("POST", "/v1/webhooks", {"json": {"url": "http://127.0.0.1:1/x", "events": ["transaction.confirmed"]}}),
+        "webhooks.create": (
+            "POST",
+            "/v1/webhooks",
+            {"json": {"url": "http://127.0.0.1:1/x", "events": ["transaction.confirmed"]}},
+        ),
         "webhooks.list": ("GET", "/v1/webhooks", {}),
         "webhooks.deliveries": ("GET", f"/v1/webhooks/{hook.id}/deliveries", {}),
-        "webhooks.retry_delivery": ("POST", f"/v1/webhooks/{hook.id}/deliveries/{live['delivery']}/retry", {}),
+        "webhooks.retry_delivery": (
+            "POST",
+            f"/v1/webhooks/{hook.id}/deliveries/{live['delivery']}/retry",
+            {},
+        ),
         "webhooks.delete": ("DELETE", f"/v1/webhooks/{hook.id}", {}),
         "yield_artifacts.list": ("GET", "/v1/yield/artifacts", {"headers": {"x-api-key": ""}}),
-        "yield_artifacts.get": ("GET", f"/v1/yield/artifacts?periodId={live['period']}", {"headers": {"x-api-key": ""}}),
+        "yield_artifacts.get": (
+            "GET",
+            f"/v1/yield/artifacts?periodId={live['period']}",
+            {"headers": {"x-api-key": ""}},
+        ),
         "yields.claims": ("GET", f"/v1/yield/{wallet.address}?chainId={CHAIN}", {}),
         "swaps.prepare_deposit": ("POST", f"/v1/{CHAIN}/deposit/prepare", {"json": prepare}),
         "swaps.prepare_withdraw": ("POST", f"/v1/{CHAIN}/withdraw/prepare", {"json": prepare}),
         "transactions.record": ("POST", f"/v1/{CHAIN}/transactions", {"json": recorded}),
-        "transactions.list": ("GET", f"/v1/{CHAIN}/transactions?limit=5&wallet={wallet.address}", {}),
+        "transactions.list": (
+            "GET",
+            f"/v1/{CHAIN}/transactions?limit=5&wallet={wallet.address}",
+            {},
+        ),
         "transactions.get": ("GET", f"/v1/{CHAIN}/transactions/0x{'ab' * 32}", {}),
         "balances.get": ("GET", f"/v1/{CHAIN}/balances/{wallet.address}", {}),
         "yields.estimate": ("GET", f"/v1/{CHAIN}/yield/estimate?address={wallet.address}", {}),
         "yields.get": ("GET", f"/v1/{CHAIN}/yield?address={wallet.address}", {}),
         "audit_events.list": ("GET", "/v1/audit-events?limit=5", {}),
-        "test_helpers.faucet": ("POST", f"/v1/test-helpers/{CHAIN}/faucet", {"json": {"address": wallet.address, "token": "USDC", "amount": "2"}}),
-    }  # fmt: skip
+        "test_helpers.faucet": (
+            "POST",
+            f"/v1/test-helpers/{CHAIN}/faucet",
+            {"json": {"address": wallet.address, "token": "USDC", "amount": "2"}},
+        ),
+    }
 
 
 def test_every_operation_answers_its_status_over_http(live):

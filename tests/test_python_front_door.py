@@ -114,7 +114,7 @@ def test_a_balance_short_of_the_amount_is_quoted_in_token_units(
     treasury: Treasury, tenant: Tenant
 ) -> None:
     """The wallet holds 372.5 USDC and 1.5 c0: asking for more names both amounts in the
-    token's units, never its raw units (USDC has 6 decimals, c0 18)."""
+    token's units, never its raw units (USDC has 6 decimals, c0 18 or 6)."""
     from .helpers import offramp
 
     org, dev = tenant.org, treasury.chain(CHAIN)
@@ -149,10 +149,18 @@ def test_token_units_round_trip_to_raw_units(raw: int, decimals: int) -> None:
 @pytest.mark.parametrize(
     ("module", "open_call", "extra"),
     [
-        ("psycopg", "Treasury.open('postgresql://postgres@127.0.0.1:5432/postgres', chains={})", "postgres"),
-        ("redis", "Treasury.open('sqlite:///:memory:', chains={}, rate_limit_storage='redis://127.0.0.1:6379')", "redis"),
+        (
+            "psycopg",
+            "Treasury.open('postgresql://postgres@127.0.0.1:5432/postgres', chains={})",
+            "postgres",
+        ),
+        (
+            "redis",
+            "Treasury.open('sqlite:///:memory:', chains={}, rate_limit_storage='redis://127.0.0.1:6379')",
+            "redis",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_missing_extra_is_named_with_its_install_command(
     module: str, open_call: str, extra: str
 ) -> None:
@@ -165,9 +173,13 @@ def test_a_missing_extra_is_named_with_its_install_command(
         f"try:\n    {open_call}\nexcept Exception as e:\n    print(type(e).__name__, e)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True,
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
         env={"TREASURY_MASTER_KEY": "0" * 64, "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
+    )
     assert f"pip install 'treasury-api[{extra}]'" in done.stdout, done.stdout + done.stderr
     assert "ModuleNotFoundError" not in done.stdout
 

@@ -23,9 +23,14 @@ def _section(title: str) -> str:
 def test_the_python_session_runs_as_written(tmp_path: Path) -> None:
     (code,) = re.findall(r"```python\n(.*?)```", _section("The same in Python"), re.S)
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-        timeout=300, check=False, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.split()
     assert "ETH" in lines and lines[-1] == "completed"

@@ -37,9 +37,14 @@ def test_numbers_beyond_64_bits_or_uint256_are_400(client, tenant):
     r = client.delete("/v1/webhooks/99999999999999999999")
     assert r.status_code == 400 and r.json()["details"]["fields"][0]["field"] == "id"
     body = {
-        "hash": "0x" + "ab" * 32, "type": "other", "from": address(), "contract": address(),
-        "token": address(), "amount": "1", "walletId": 2**70,
-    }  # fmt: skip
+        "hash": "0x" + "ab" * 32,
+        "type": "other",
+        "from": address(),
+        "contract": address(),
+        "token": address(),
+        "amount": "1",
+        "walletId": 2**70,
+    }
     r = client.post("/v1/31337/transactions", json=body)
     assert r.status_code == 400 and r.json()["details"]["fields"][0]["field"] == "walletId"
     wallet_id = tenant.org.wallets.track(address=address(), label="W").wallet.id
@@ -69,8 +74,10 @@ def test_a_broken_chain_does_not_stop_indexing_the_others(new_storage_url):
     t = Treasury.open(new_storage_url("b.db"), master_key=MASTER_KEY, chains=chains)
     summary = t.run_once()
     assert set(summary.errors) == {
-        "index_transactions: chain 5", "detect_deposits: chain 5", "snapshot_yields: chain 5"
-    }  # fmt: skip
+        "index_transactions: chain 5",
+        "detect_deposits: chain 5",
+        "snapshot_yields: chain 5",
+    }
     assert all("addresses" in message for message in summary.errors.values())
     assert summary["yield_snapshots"] == 1  # the devnet's, after chain 5 failed
     t.close()

@@ -29,8 +29,12 @@ def fresh(tmp_path, storage_url):
     cli_storage(tmp_path, storage_url)
     init = subprocess.run(
         [sys.executable, "-m", "treasury.cli", "init", "--json"],
-        cwd=tmp_path, env=clean_env(ENV), capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=clean_env(ENV),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return tmp_path, json.loads(init.stdout)["apiKey"]["secret"]
 
 
@@ -56,10 +60,15 @@ def test_alone_it_funds_confirms_and_completes_a_deposit(fresh):
         recorded = api.post(
             f"/{CHAIN}/transactions",
             json={
-                "hash": tx_hash, "type": "other", "from": wallet["address"], "contract": usdc,
-                "token": usdc, "amount": "250500000", "walletId": wallet["id"],
+                "hash": tx_hash,
+                "type": "other",
+                "from": wallet["address"],
+                "contract": usdc,
+                "token": usdc,
+                "amount": "250500000",
+                "walletId": wallet["id"],
             },
-        )  # fmt: skip
+        )
         assert recorded.json()["status"] == "pending"
         deadline = time.monotonic() + 30  # no run_once, no worker: serve's own jobs
         while (status := api.get(f"/{CHAIN}/transactions/{tx_hash}").json()["status"]) == "pending":

@@ -33,8 +33,12 @@ def fresh(tmp_path: Path, storage_url: str) -> tuple[Path, str]:
             settings.write(f'\n[chains]\n{CHAIN} = "devnet:///treasury.chain"\n')
     init = subprocess.run(
         [sys.executable, "-m", "treasury.cli", "init", "--json"],
-        cwd=tmp_path, env=clean_env(ENV), capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=clean_env(ENV),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return tmp_path, json.loads(init.stdout)["apiKey"]["secret"]
 
 

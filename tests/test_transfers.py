@@ -14,6 +14,7 @@ import pytest
 from treasury import Treasury
 from treasury.evm.abi import BALANCE_OF
 from treasury.http import create_app
+from treasury.money import to_raw
 from treasury.testing.server import serve
 
 from .conftest import MASTER_KEY, make_tenant
@@ -34,6 +35,10 @@ class Env:
     def balance(self, symbol: str, owner: str) -> int:
         data = self.chain.call(self.chain.addresses[symbol], BALANCE_OF.encode(owner))
         return int(BALANCE_OF.decode(data)[0])
+
+    def raw(self, symbol: str, amount: str) -> int:
+        """`amount` whole units of the chain's token `symbol` in raw units (its decimals)."""
+        return to_raw(amount, self.t.decimals(CHAIN, symbol))
 
     def create(self, body: dict[str, Any], key: str | None = None) -> httpx.Response:
         headers = {"Idempotency-Key": key} if key else idem()
@@ -80,8 +85,11 @@ def assert_spec_shape(body: dict[str, Any]) -> None:
         else:
             assert side["chainId"] is None
             assert set(side["bankAccount"]) == {
-                "id", "bankName", "accountOwnerName", "accountNumberLast4"
-            }  # fmt: skip
+                "id",
+                "bankName",
+                "accountOwnerName",
+                "accountNumberLast4",
+            }
         assert side["currency"] in {"usd", "usdc", "c0"} and Decimal(side["amount"]) > 0
 
 
@@ -107,7 +115,7 @@ def test_deposit_usdc_into_c0(env):
     seen = env.follow(body["id"], passes=2)
     assert is_subsequence(seen) and seen[-1] == "completed"
     assert env.balance("USDC", owner) == usdc - 125_500_000
-    assert env.balance("c0", owner) == c0 + 125_500_000 * 10**12
+    assert env.balance("c0", owner) == c0 + env.raw("c0", "125.5")
     swap_leg = env.api.get(f"/v1/{CHAIN}/transactions/{body['transactionHash']}").json()
     assert swap_leg["status"] == "confirmed" and swap_leg["receipt"]["status"] == 1
 
@@ -123,7 +131,7 @@ def test_withdraw_c0_to_another_address(env):
     assert body["to"]["address"] == receiver and body["to"]["currency"] == "usdc"
     seen = env.follow(body["id"], passes=2)
     assert is_subsequence(seen) and seen[-1] == "completed"
-    assert env.balance("c0", owner) == c0 - 20 * 10**18
+    assert env.balance("c0", owner) == c0 - env.raw("c0", "20")
     assert env.balance("USDC", receiver) == 20_000_000
     assert [leg["type"] for leg in legs_of(env, owner)[-2:]] == ["approval", "withdrawal"]
 

@@ -66,9 +66,12 @@ def env(chain: DevnetChain, new_storage_url) -> Iterator[Env]:
     with fake_provider(payout=payout, deposit_arrived=arrived) as fake:
         fiat = HttpFiat(fake.url, api_key=fake.api_key, timeout=httpx.Timeout(2.0))
         t = Treasury.open(
-            new_storage_url("t.db"), master_key=MASTER_KEY, fiat=fiat,
-            chains={CHAIN: chain}, clock=lambda: now[0],
-        )  # fmt: skip
+            new_storage_url("t.db"),
+            master_key=MASTER_KEY,
+            fiat=fiat,
+            chains={CHAIN: chain},
+            clock=lambda: now[0],
+        )
         tenant = make_tenant(t)
         onboard(t, tenant.org.id, fake)
         wallet = tenant.org.wallets.create(label="Ops").address

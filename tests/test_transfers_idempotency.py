@@ -114,8 +114,9 @@ def test_a_refused_broadcast_is_502_nothing_written_and_the_retry_runs(env):
     assert retry.status_code == 201 and "Idempotent-Replayed" not in retry.headers
     made = retry.json()["id"]
     assert [(kind, data["id"]) for kind, data in events(env["t"])] == [
-        ("transfer.created", made), ("transfer.submitted", made),
-    ]  # fmt: skip
+        ("transfer.created", made),
+        ("transfer.submitted", made),
+    ]
     assert usdc(env) == 95_000_000  # the nonces the refused signature used were reused
 
 
@@ -179,7 +180,7 @@ def test_a_deposit_behind_an_unmined_swap_approves_again(anvil_config, new_stora
         rpc("evm_setAutomine", True)
     t.run_once()
     assert [x.status for x in org.transfers.list().data] == ["completed", "completed"]
-    assert token("c0", BALANCE_OF, wallet) == 12 * 10**18
+    assert token("c0", BALANCE_OF, wallet) == 12 * 10 ** t.decimals(CHAIN, "c0")
     assert token("USDC", BALANCE_OF, wallet) == 8_000_000
     node.close()
     t.close()
@@ -214,9 +215,11 @@ def test_a_gateway_error_after_the_broadcast_is_not_taken_for_a_refusal(new_stor
     now = [datetime.now(UTC)]
     chain = GatewayDevnet()
     t = Treasury.open(
-        new_storage_url("g.db"), master_key=MASTER_KEY, chains={CHAIN: chain},
+        new_storage_url("g.db"),
+        master_key=MASTER_KEY,
+        chains={CHAIN: chain},
         clock=lambda: now[0],
-    )  # fmt: skip
+    )
     org = make_tenant(t).org
     wallet = org.wallets.create(label="Ops").address
     chain.faucet(wallet, "ETH", "1")

@@ -41,9 +41,14 @@ def env(module_storage_url) -> Iterator[dict[str, Any]]:
         bank = tenant.org.bank_accounts.create(BANK_ACCOUNT).provider_external_account_id
         their_bank = other.org.bank_accounts.create(BANK_ACCOUNT).provider_external_account_id
         yield {
-            "t": t, "api": api, "managed": managed, "tracked": tracked, "theirs": theirs,
-            "bank": bank, "their_bank": their_bank,
-        }  # fmt: skip
+            "t": t,
+            "api": api,
+            "managed": managed,
+            "tracked": tracked,
+            "theirs": theirs,
+            "bank": bank,
+            "their_bank": their_bank,
+        }
     t.close()
 
 
@@ -88,12 +93,20 @@ def cases(env: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
         ("no from_address", change(deposit, "source.from_address", DELETE), "source"),
         ("no to_address", change(deposit, "destination.to_address", DELETE), "destination"),
         ("no bank on ach_push", change(ramp_in, "source.external_account_id", DELETE), "source"),
-        ("no bank on ach", change(ramp_out, "destination.external_account_id", DELETE), "destination"),
+        (
+            "no bank on ach",
+            change(ramp_out, "destination.external_account_id", DELETE),
+            "destination",
+        ),
         ("an address on ach", change(ramp_out, "destination.to_address", mine), "destination"),
         ("a tracked source", swap("deposit", env["tracked"], mine, "10"), "source.from_address"),
         ("a foreign source", swap("deposit", env["theirs"], mine, "10"), "source.from_address"),
         ("an unknown source", swap("deposit", address(), mine, "10"), "source.from_address"),
-        ("an unknown bank", onramp("6b2a4b1c-0000-4000-8000-000000000000", mine), "source.external_account_id"),
+        (
+            "an unknown bank",
+            onramp("6b2a4b1c-0000-4000-8000-000000000000", mine),
+            "source.external_account_id",
+        ),
         ("a foreign bank", onramp(env["their_bank"], mine), "source.external_account_id"),
         ("not a uuid", onramp("nope", mine), "source.external_account_id"),
         ("insufficient balance", swap("deposit", mine, mine, "1000000"), "amount"),
@@ -106,12 +119,20 @@ def cases(env: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
         ("malformed", swap("deposit", mine, mine, "1e3"), "amount"),
         ("seven places", swap("deposit", mine, mine, "1.0000001"), "amount"),
         ("a float", change(deposit, "amount", 10.5), "amount"),  # an integer is taken (exact)
-        ("long reference", swap("deposit", mine, mine, "1", client_reference_id="x" * 257), "client_reference_id"),
-        ("empty reference", swap("deposit", mine, mine, "1", client_reference_id=""), "client_reference_id"),
+        (
+            "long reference",
+            swap("deposit", mine, mine, "1", client_reference_id="x" * 257),
+            "client_reference_id",
+        ),
+        (
+            "empty reference",
+            swap("deposit", mine, mine, "1", client_reference_id=""),
+            "client_reference_id",
+        ),
         ("unknown field", change(deposit, "memo", "hi"), "memo"),
         ("unknown side field", change(deposit, "source.chain", 1), "source.chain"),
         ("bad currency", change(deposit, "source.currency", "eur"), "source.currency"),
-    ]  # fmt: skip
+    ]
 
 
 def test_every_refused_request_is_400_with_its_field_and_writes_nothing(env):

@@ -79,4 +79,5 @@ def test_a_nonce_taken_by_another_process_is_signed_again(
     org = tenant.org
     assert org.transfers.get(made_by_first.id).status == "completed"
     assert org.transfers.get(made_by_second[0].id).status == "completed"
-    assert balance("USDC") == 70_000_000 and balance("c0") == 30 * 10**18  # each moved once
+    c0 = 30 * 10 ** first.decimals(CHAIN, "c0")
+    assert balance("USDC") == 70_000_000 and balance("c0") == c0  # each moved once

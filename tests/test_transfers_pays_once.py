@@ -51,28 +51,43 @@ def transfers_to(node: dict[str, Any], token: str, to: str) -> list[dict[str, An
     """The token's Transfer logs to `to`, read from the node itself."""
     topic = "0x" + "0" * 24 + to.lower().removeprefix("0x")
     logs = rpc_call(
-        node["url"], "eth_getLogs",
-        [{"fromBlock": "0x0", "toBlock": "latest", "address": node["addresses"][token],
-          "topics": [TRANSFER_TOPIC, None, topic]}],
-    )  # fmt: skip
+        node["url"],
+        "eth_getLogs",
+        [
+            {
+                "fromBlock": "0x0",
+                "toBlock": "latest",
+                "address": node["addresses"][token],
+                "topics": [TRANSFER_TOPIC, None, topic],
+            }
+        ],
+    )
     return list(logs)
 
 
 def transfers_from(node: dict[str, Any], token: str, sender: str) -> list[dict[str, Any]]:
     topic = "0x" + "0" * 24 + sender.lower().removeprefix("0x")
     logs = rpc_call(
-        node["url"], "eth_getLogs",
-        [{"fromBlock": "0x0", "toBlock": "latest", "address": node["addresses"][token],
-          "topics": [TRANSFER_TOPIC, topic]}],
-    )  # fmt: skip
+        node["url"],
+        "eth_getLogs",
+        [
+            {
+                "fromBlock": "0x0",
+                "toBlock": "latest",
+                "address": node["addresses"][token],
+                "topics": [TRANSFER_TOPIC, topic],
+            }
+        ],
+    )
     return list(logs)
 
 
 def balance(node: dict[str, Any], token: str, owner: str) -> int:
     data = rpc_call(
-        node["url"], "eth_call",
+        node["url"],
+        "eth_call",
         [{"to": node["addresses"][token], "data": "0x" + BALANCE_OF.encode(owner).hex()}, "latest"],
-    )  # fmt: skip
+    )
     return int(data, 16)
 
 
@@ -114,9 +129,12 @@ def env(node: dict[str, Any], new_storage_url) -> Iterator[Env]:
         spec = {"url": chain_fwd.url, "addresses": node["addresses"]}
         url = new_storage_url("t.db")
         t = Treasury.open(
-            url, master_key=MASTER_KEY, fiat=fiat, chains={CHAIN: spec},
+            url,
+            master_key=MASTER_KEY,
+            fiat=fiat,
+            chains={CHAIN: spec},
             clock=lambda: now[0],
-        )  # fmt: skip
+        )
         tenant = make_tenant(t)
         onboard(t, tenant.org.id, fake)
         wallet = tenant.org.wallets.create(label="Ops").address
@@ -146,12 +164,14 @@ def test_a_cut_answer_then_an_unreachable_node_moves_a_deposit_once(env: Env) ->
     replay = org.transfers.create(body, idempotency_key="once")
     assert replay.id == shown.id and replay.replayed
     assert org.transfers.get(shown.id).status == "completed"
-    assert [int(log["data"], 16) for log in transfers_to(env.node, "c0", recipient)] == [2 * 10**18]
+    c0 = 2 * 10 ** env.t.decimals(CHAIN, "c0")
+    assert [int(log["data"], 16) for log in transfers_to(env.node, "c0", recipient)] == [c0]
     # announced once per status, from the claim the worker finished (none while in flight)
     assert [(kind, data["id"], data["status"]) for kind, data in events(env.t, "transfer.")] == [
-        ("transfer.created", shown.id, "pending"), ("transfer.submitted", shown.id, "submitted"),
+        ("transfer.created", shown.id, "pending"),
+        ("transfer.submitted", shown.id, "submitted"),
         ("transfer.completed", shown.id, "completed"),
-    ]  # fmt: skip
+    ]
     assert balance(env.node, "USDC", env.wallet) == 8 * 10**6
 
 
@@ -212,8 +232,10 @@ def test_a_reverted_swap_fails_its_transfer_at_the_next_pass(env: Env) -> None:
     assert failed.failure_reason is not None and "swap leg reverted" in failed.failure_reason
     announced = events(env.t, "transfer.")
     assert [kind for kind, _ in announced] == [
-        "transfer.created", "transfer.submitted", "transfer.failed"
-    ]  # fmt: skip
+        "transfer.created",
+        "transfer.submitted",
+        "transfer.failed",
+    ]
     assert announced[-1][1] == failed.to_json()
 
 
@@ -232,8 +254,9 @@ def test_a_reverted_offramp_send_fails_it_and_cancels_the_provider_transfer(env:
     (provider,) = env.fake.transfers.values()
     assert provider["state"] == "canceled"
     assert [kind for kind, _ in events(env.t, "transfer.")] == [
-        "transfer.created", "transfer.failed"
-    ]  # fmt: skip
+        "transfer.created",
+        "transfer.failed",
+    ]
 
 
 def drain(node: dict[str, Any], owner: str) -> None:

@@ -13,6 +13,7 @@ from treasury._treasury import JOBS
 from treasury.anvil import fund
 from treasury.evm.abi import BALANCE_OF
 from treasury.http import create_app
+from treasury.money import to_raw
 from treasury.testing.server import serve
 from treasury.transfers import sweep
 
@@ -21,13 +22,28 @@ from .helpers import is_timestamp
 
 CHAIN = 31337
 ACCOUNT_FIELDS = {
-    "id": int, "organizationId": str, "userId": str, "providerVirtualAccountId": str,
-    "providerCustomerId": str, "providerWalletId": str, "destinationCurrency": str,
-    "sourceCurrency": str, "developerFeePercent": str, "active": bool, "createdAt": str,
-    "updatedAt": str, "usdbBalance": str, "label": str, "depositBankName": str,
-    "depositBankAddress": str, "depositRoutingNumber": str, "depositAccountNumber": str,
-    "depositBeneficiaryName": str, "depositBeneficiaryAddress": str, "depositMessage": str,
-}  # fmt: skip
+    "id": int,
+    "organizationId": str,
+    "userId": str,
+    "providerVirtualAccountId": str,
+    "providerCustomerId": str,
+    "providerWalletId": str,
+    "destinationCurrency": str,
+    "sourceCurrency": str,
+    "developerFeePercent": str,
+    "active": bool,
+    "createdAt": str,
+    "updatedAt": str,
+    "usdbBalance": str,
+    "label": str,
+    "depositBankName": str,
+    "depositBankAddress": str,
+    "depositRoutingNumber": str,
+    "depositAccountNumber": str,
+    "depositBeneficiaryName": str,
+    "depositBeneficiaryAddress": str,
+    "depositMessage": str,
+}
 
 
 @pytest.fixture
@@ -112,7 +128,7 @@ def test_the_virtual_wallet_sweeps_usdc_into_c0(env):
     assert (sweep["from"]["currency"], sweep["to"]["currency"]) == ("usdc", "c0")
     assert sweep["from"]["address"] == sweep["to"]["address"] == address
     assert sweep["from"]["amount"] == sweep["to"]["amount"] == "42.5"
-    assert balance("USDC") == 0 and balance("c0") == 42_500_000 * 10**12
+    assert balance("USDC") == 0 and balance("c0") == to_raw("42.5", t.decimals(CHAIN, "c0"))
     assert t.run_once()["sweeps_started"] == 0  # nothing left above the minimum
 
 

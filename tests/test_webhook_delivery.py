@@ -41,9 +41,12 @@ def clock() -> Clock:
 @pytest.fixture
 def t(new_storage_url, clock):
     treasury = Treasury.open(
-        new_storage_url("w.db"), master_key=MASTER_KEY, clock=clock,
-        allow_private_webhook_urls=True, chains={},
-    )  # fmt: skip
+        new_storage_url("w.db"),
+        master_key=MASTER_KEY,
+        clock=clock,
+        allow_private_webhook_urls=True,
+        chains={},
+    )
     yield treasury
     treasury.close()
 
@@ -91,10 +94,15 @@ def test_confirmed_and_failed_transactions_reach_their_subscribers_only(new_stor
     def send(data: bytes, gas: int = 100_000) -> str:
         w3 = chain.web3
         tx = {
-            "to": w3.to_checksum_address(usdt), "data": "0x" + data.hex(), "value": 0, "gas": gas,
-            "chainId": CHAIN, "nonce": w3.eth.get_transaction_count(account.address, "pending"),
-            "maxFeePerGas": 10**10, "maxPriorityFeePerGas": 10**9,
-        }  # fmt: skip
+            "to": w3.to_checksum_address(usdt),
+            "data": "0x" + data.hex(),
+            "value": 0,
+            "gas": gas,
+            "chainId": CHAIN,
+            "nonce": w3.eth.get_transaction_count(account.address, "pending"),
+            "maxFeePerGas": 10**10,
+            "maxPriorityFeePerGas": 10**9,
+        }
         signed = w3.eth.account.sign_transaction(tx, account.key)
         return "0x" + bytes(w3.eth.send_raw_transaction(signed.raw_transaction)).hex()
 
@@ -103,25 +111,39 @@ def test_confirmed_and_failed_transactions_reach_their_subscribers_only(new_stor
     failed = send(APPROVE.encode(facility, 2))  # USDT refuses non-zero to non-zero: reverts
     with receiving() as rx:
         hooks = {
-            "confirmed": mine.org.webhooks.create(url=rx.at("/confirmed"), events=["transaction.confirmed"]),
+            "confirmed": mine.org.webhooks.create(
+                url=rx.at("/confirmed"), events=["transaction.confirmed"]
+            ),
             "failed": mine.org.webhooks.create(url=rx.at("/failed"), events=["transaction.failed"]),
             "both": mine.org.webhooks.create(
-                url=rx.at("/both"), events=["transaction.confirmed", "transaction.failed"],
+                url=rx.at("/both"),
+                events=["transaction.confirmed", "transaction.failed"],
                 wallets=[owner.upper().replace("0X", "0x")],  # any case matches
             ),
             "elsewhere": mine.org.webhooks.create(
                 url=rx.at("/elsewhere"), events=["transaction.confirmed"], wallets=[address()]
             ),
-            "deleted": mine.org.webhooks.create(url=rx.at("/deleted"), events=["transaction.confirmed"]),
-            "theirs": theirs.org.webhooks.create(url=rx.at("/theirs"), events=["transaction.failed"]),
-        }  # fmt: skip
+            "deleted": mine.org.webhooks.create(
+                url=rx.at("/deleted"), events=["transaction.confirmed"]
+            ),
+            "theirs": theirs.org.webhooks.create(
+                url=rx.at("/theirs"), events=["transaction.failed"]
+            ),
+        }
         mine.org.webhooks.delete(hooks["deleted"].id)
         for tx_hash, kind in ((confirmed, "other"), (failed, "approval")):
             mine.org.transactions.record(
                 CHAIN,
-                {"hash": tx_hash, "type": kind, "from": owner, "contract": usdt, "token": usdt,
-                 "amount": "1", "walletId": wallet.id},
-            )  # fmt: skip
+                {
+                    "hash": tx_hash,
+                    "type": kind,
+                    "from": owner,
+                    "contract": usdt,
+                    "token": usdt,
+                    "amount": "1",
+                    "walletId": wallet.id,
+                },
+            )
         summary = t.run_once()
         assert summary["webhooks_delivered"] == 4 and not summary.errors
         by_path = Counter(r.path for r in rx.got)

@@ -40,8 +40,9 @@ WORKER = textwrap.dedent(
 def test_a_worker_killed_mid_batch_loses_no_delivery(new_storage_url):
     db = new_storage_url("k.db")
     now = [datetime.now(UTC)]
-    t = Treasury.open(db, master_key=MASTER_KEY, chains={}, clock=lambda: now[0],
-                      allow_private_webhook_urls=True)  # fmt: skip
+    t = Treasury.open(
+        db, master_key=MASTER_KEY, chains={}, clock=lambda: now[0], allow_private_webhook_urls=True
+    )
     org = make_tenant(t).org
     with receiving() as rx:
         release = threading.Event()
@@ -143,9 +144,11 @@ def test_an_https_target_gets_its_name_and_an_untrusted_certificate_is_refused(
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     t = Treasury.open(
-        new_storage_url("tls.db"), master_key=MASTER_KEY, chains={},
+        new_storage_url("tls.db"),
+        master_key=MASTER_KEY,
+        chains={},
         allow_private_webhook_urls=True,
-    )  # fmt: skip
+    )
     org = make_tenant(t).org
     hook = org.webhooks.create(
         url=f"https://localhost:{port}/hook", events=["transaction.confirmed"]

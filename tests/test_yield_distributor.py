@@ -13,6 +13,7 @@ from web3.exceptions import ContractLogicError
 
 from treasury.backends.chain.devnet import DevnetChain
 from treasury.evm.abi import BALANCE_OF, calldata
+from treasury.money import to_units
 from treasury.yields.publication import post_root
 
 from .helpers import claim_leaf, sorted_pair
@@ -29,10 +30,13 @@ def devnet() -> DevnetChain:
 def send(chain: Any, sender: Any, to: str, data: bytes) -> Any:
     w3 = chain.web3
     tx = {
-        "to": w3.to_checksum_address(to), "data": "0x" + data.hex(), "gas": 300_000,
+        "to": w3.to_checksum_address(to),
+        "data": "0x" + data.hex(),
+        "gas": 300_000,
         "nonce": w3.eth.get_transaction_count(sender.address, "pending"),
-        "chainId": 31337, **chain.fee_fields(),
-    }  # fmt: skip
+        "chainId": 31337,
+        **chain.fee_fields(),
+    }
     raw = sender.sign_transaction(tx).raw_transaction
     return w3.eth.wait_for_transaction_receipt(w3.eth.send_raw_transaction(raw))
 
@@ -53,7 +57,8 @@ def test_a_holder_claims_its_amount_once_with_its_proof(devnet):
     root = sorted_pair(sorted_pair(leaves[0], leaves[1]), leaves[2])
     proofs = [[leaves[1], leaves[2]], [leaves[0], leaves[2]], [sorted_pair(leaves[0], leaves[1])]]
 
-    devnet.faucet(distributor, "c0", "1.007")  # the period's total, minted to the contract
+    total = to_units(sum(amounts), devnet.c0_decimals)  # the period's total, in c0
+    devnet.faucet(distributor, "c0", total)  # minted to the contract
     outsider = Account.create()
     devnet.faucet(outsider.address, "ETH", "1")
     post = calldata("postRoot(uint256,bytes32)", PERIOD, root)

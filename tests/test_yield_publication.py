@@ -43,9 +43,11 @@ def test_a_week_of_snapshots_becomes_a_frozen_listed_period(new_storage_url):
     now = [TUESDAY]
     chain = DevnetChain()
     t = Treasury.open(
-        new_storage_url("publish.db"), master_key=MASTER_KEY, chains={CHAIN: chain},
+        new_storage_url("publish.db"),
+        master_key=MASTER_KEY,
+        chains={CHAIN: chain},
         clock=lambda: now[0],
-    )  # fmt: skip
+    )
     acme, globex = (make_tenant(t, name).org for name in ("Acme", "Globex"))
     holders = {
         acme.wallets.create(label="Ops").address: "1000",
@@ -63,7 +65,8 @@ def test_a_week_of_snapshots_becomes_a_frozen_listed_period(new_storage_url):
     assert summary["yield_snapshots"] == 1 and summary["yield_periods_published"] == 1
 
     accounts = sorted(holders)
-    expected = {a: owed(int(Decimal(holders[a]) * 10**18), apy, end - TUESDAY) for a in accounts}
+    one = 10**chain.c0_decimals  # a whole c0 in raw units
+    expected = {a: owed(int(Decimal(holders[a]) * one), apy, end - TUESDAY) for a in accounts}
     with serve(create_app(t)) as url:
         listed = httpx.get(f"{url}/v1/yield/artifacts")  # public: no key
     assert listed.status_code == 200, listed.text
@@ -81,9 +84,10 @@ def test_a_week_of_snapshots_becomes_a_frozen_listed_period(new_storage_url):
         assert tag.startswith('"') and not tag.startswith("W/")  # a strong validator
         assert whole.headers["Cache-Control"] == "public, max-age=31536000, immutable"
         again = httpx.get(
-            f"{url}/v1/yield/artifacts", params={"periodId": week, "chainId": CHAIN},
+            f"{url}/v1/yield/artifacts",
+            params={"periodId": week, "chainId": CHAIN},
             headers={"If-None-Match": tag},
-        )  # fmt: skip
+        )
         assert again.status_code == 304 and again.content == b"" and again.headers["ETag"] == tag
         missing = httpx.get(f"{url}/v1/yield/artifacts", params={"periodId": "1"})
         assert missing.status_code == 404 and "not published" in missing.json()["error"]
@@ -124,9 +128,11 @@ def test_a_holder_claims_on_chain_and_its_claim_then_shows_claimed(new_storage_u
     now = [TUESDAY]
     chain = DevnetChain()
     t = Treasury.open(
-        new_storage_url("claim.db"), master_key=MASTER_KEY, chains={CHAIN: chain},
+        new_storage_url("claim.db"),
+        master_key=MASTER_KEY,
+        chains={CHAIN: chain},
         clock=lambda: now[0],
-    )  # fmt: skip
+    )
     tenant = make_tenant(t, "Acme")
     holder = Account.create()  # a tracked wallet whose key its owner holds
     tenant.org.wallets.track(address=holder.address, label="Mine")

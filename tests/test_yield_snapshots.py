@@ -129,9 +129,11 @@ def devnet_treasury(new_storage_url):
     now = [TUESDAY]
     chain = DevnetChain()
     t = Treasury.open(
-        new_storage_url("yield.db"), master_key=MASTER_KEY, chains={CHAIN: chain},
+        new_storage_url("yield.db"),
+        master_key=MASTER_KEY,
+        chains={CHAIN: chain},
         clock=lambda: now[0],
-    )  # fmt: skip
+    )
     yield t, chain, now
     t.close()
 
@@ -155,7 +157,8 @@ def test_the_snapshot_job_reads_every_known_holder_once_per_interval(devnet_trea
     with t.storage.read() as tx:
         (first,) = snapshots(tx, CHAIN, start, end)
     assert first.taken_at == TUESDAY
-    assert first.balances == {managed: 100 * 10**18, tracked: 25 * 10**17}  # virtual: 0
+    one = 10**chain.c0_decimals  # a whole c0 in raw units
+    assert first.balances == {managed: 100 * one, tracked: 25 * one // 10}  # virtual: 0
     assert first.apy == project(0, chain.earner_rate_bps()).apy  # net of the fee, as estimates
     chain.faucet(virtual, "c0", "1")
     now[0] = TUESDAY + timedelta(minutes=59)
@@ -173,5 +176,5 @@ def test_the_snapshot_job_reads_every_known_holder_once_per_interval(devnet_trea
         TUESDAY + timedelta(hours=1),
         end - timedelta(minutes=10),
     ]
-    assert taken[1].balances[virtual] == 10**18
+    assert taken[1].balances[virtual] == one
     assert periods.period_of(now[0]) == period_of(TUESDAY) + 1

@@ -127,3 +127,17 @@ def test_period_now_from_the_shell_on_the_devnet_kept_beside_the_store(cwd: Path
         t.chain(CHAIN).faucet(org.wallets.create(label="Ops").address, "c0", "500")
     said = cli("yield", "publish", "--period-now")
     assert "closed at" in said and "published: 1 claims" in said
+
+
+def test_a_trial_period_runs_until_the_largest_balance_earns_whatever_the_decimals() -> None:
+    """1 s is enough for 500 c0 of 18 decimals; of 6 decimals, 500 c0 earn two raw units
+    in about 3.4 s (10¹² times fewer raw units); a balance that would need longer than the
+    limit is not waited for."""
+    from treasury.yields import project
+    from treasury.yields.trial import SETTLE, SETTLE_LIMIT, settle
+
+    apy = project(0, 415).apy
+    assert settle(500 * 10**18, apy) == SETTLE
+    assert 3 * SETTLE < settle(500 * 10**6, apy) < 4 * SETTLE
+    assert settle(10**6, apy) == SETTLE_LIMIT
+    assert settle(0, apy) == settle(10**6, 0) == SETTLE

@@ -134,14 +134,15 @@ def start_anvil(
     return node
 
 
-def deploy_contracts(url: str) -> dict[str, Any]:
-    """Deploy our contracts on the node at `url` with `DEPLOYER_KEY`; return the chain
-    configuration ``{"url", "addresses", "minter_key"}`` (a `ChainConfig.parse` spec):
-    `DEPLOYER_KEY` owns the contracts, so the chain can mint (the faucet)."""
+def deploy_contracts(url: str, c0_decimals: int | None = None) -> dict[str, Any]:
+    """Deploy our contracts on the node at `url` with `DEPLOYER_KEY`, c0 with `c0_decimals`
+    (default 18); return the chain configuration ``{"url", "addresses", "minter_key"}`` (a
+    `ChainConfig.parse` spec): `DEPLOYER_KEY` owns the contracts, so the chain can mint
+    (the faucet). The library reads c0's decimals from c0 itself."""
     from .backends.chain import _deploy
 
     w3, deployer = _connect(url)
-    addresses = _deploy.deploy_contracts(w3, deployer)
+    addresses = _deploy.deploy_contracts(w3, deployer, c0_decimals)
     return {"url": url, "addresses": addresses, "minter_key": DEPLOYER_KEY}
 
 

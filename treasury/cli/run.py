@@ -323,19 +323,32 @@ def faucet(ctx: click.Context, address: str, amount: str, token: str, chain_id: 
     show_default=True,
     help="Write the chain into the config file (--config, else treasury.toml).",
 )
+@click.option(
+    "--c0-decimals",
+    type=int,
+    help="Decimals of the c0 deployed, 6 to 18 (default: 18).",
+)
 @command
 @click.pass_context
-def devnet(ctx: click.Context, port: int, block_time: float | None, write: bool) -> None:
+def devnet(
+    ctx: click.Context, port: int, block_time: float | None, write: bool, c0_decimals: int | None
+) -> None:
     """Run anvil on loopback with our contracts, for `serve`, workers and outside wallets."""
     from ..anvil import CHAIN_ID, deploy_contracts, start_anvil
+    from ..backends.chain._deploy import check_c0_decimals
     from ..config import write_chain
 
     state = ctx.ensure_object(State)
+    if c0_decimals is not None:
+        try:
+            check_c0_decimals(c0_decimals)
+        except ValueError as error:
+            fail(ctx, str(error))
     try:
         node = ctx.with_resource(start_anvil(port=port, block_time=block_time))
     except OSError as error:  # anvil missing, port in use
         fail(ctx, str(error))
-    config = deploy_contracts(node.url)
+    config = deploy_contracts(node.url, c0_decimals)
     path = state.config or Path(DEFAULT_CONFIG)
     if write:
         write_chain(path, CHAIN_ID, config)

@@ -3,6 +3,7 @@ pragma solidity ^0.8.37;
 
 interface IERC20Like {
     function balanceOf(address account) external view returns (uint256);
+    function decimals() external view returns (uint8);
 }
 
 interface IC0Like {
@@ -11,16 +12,18 @@ interface IC0Like {
 }
 
 /// @title SwapFacility
-/// @notice Swaps USDC/USDT (6 decimals) <-> c0 (18 decimals) one-to-one in value.
-///         Stablecoins paid in stay here as reserves for swaps back out.
-///         The facility must be a minter of c0.
+/// @notice Swaps USDC/USDT <-> c0 one-to-one in value, whatever decimals each token
+///         has (c0 at least as many as a stablecoin): the scales are read from the
+///         tokens when the facility is deployed. Stablecoins paid in stay here as
+///         reserves for swaps back out. The facility must be a minter of c0.
 contract SwapFacility {
-    /// @notice 10^(18 - 6): c0 base units per stablecoin base unit.
-    uint256 public constant SCALE = 1e12;
-
     address public immutable c0;
     address public immutable usdc;
     address public immutable usdt;
+    /// @notice 10^(c0 decimals - USDC decimals): c0 base units per USDC base unit.
+    uint256 public immutable usdcScale;
+    /// @notice 10^(c0 decimals - USDT decimals): c0 base units per USDT base unit.
+    uint256 public immutable usdtScale;
 
     event Swap(
         address indexed sender,
@@ -36,6 +39,16 @@ contract SwapFacility {
         c0 = c0_;
         usdc = usdc_;
         usdt = usdt_;
+        uint8 places = IERC20Like(c0_).decimals();
+        usdcScale = _scale(places, IERC20Like(usdc_).decimals());
+        usdtScale = _scale(places, IERC20Like(usdt_).decimals());
+    }
+
+    /// @notice c0 base units per base unit of `stablecoin` (USDC or USDT).
+    function scale(address stablecoin) public view returns (uint256) {
+        if (stablecoin == usdc) return usdcScale;
+        require(stablecoin == usdt, "SwapFacility: not a stablecoin");
+        return usdtScale;
     }
 
     /// @notice Swap `amount` of `tokenIn` (pulled from the caller with transferFrom)
@@ -49,13 +62,14 @@ contract SwapFacility {
 
         if (tokenOut == c0 && _isStablecoin(tokenIn)) {
             // deposit: stablecoin in, c0 minted
-            amountOut = amount * SCALE;
+            amountOut = amount * scale(tokenIn);
             _safeTransferFrom(tokenIn, msg.sender, address(this), amount);
             IC0Like(c0).mint(recipient, amountOut);
         } else if (tokenIn == c0 && _isStablecoin(tokenOut)) {
             // withdrawal: c0 in and burned, stablecoin paid from reserves
-            require(amount % SCALE == 0, "SwapFacility: dust");
-            amountOut = amount / SCALE;
+            uint256 factor = scale(tokenOut);
+            require(amount % factor == 0, "SwapFacility: dust");
+            amountOut = amount / factor;
             require(
                 IERC20Like(tokenOut).balanceOf(address(this)) >= amountOut,
                 "SwapFacility: insufficient reserves"
@@ -68,6 +82,11 @@ contract SwapFacility {
         }
 
         emit Swap(msg.sender, recipient, tokenIn, tokenOut, amount, amountOut);
+    }
+
+    function _scale(uint8 c0Places, uint8 stablecoinPlaces) private pure returns (uint256) {
+        require(c0Places >= stablecoinPlaces, "SwapFacility: c0 has fewer decimals than a stablecoin");
+        return uint256(10) ** (c0Places - stablecoinPlaces);
     }
 
     function _isStablecoin(address token) private view returns (bool) {

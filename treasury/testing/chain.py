@@ -38,16 +38,24 @@ from eth_account.signers.local import LocalAccount
 from eth_utils.address import to_checksum_address
 
 from treasury.backends.chain import ADDRESS_KEYS, OPTIONAL_ADDRESS_KEYS, Chain, Receipt, Reverted
-from treasury.backends.chain._deploy import DECIMALS as DEPLOYED
+from treasury.backends.chain._deploy import C0_DECIMALS_RANGE
 from treasury.errors import UpstreamError
 from treasury.evm.abi import GET_ETH_BALANCE, calldata
+from treasury.money import to_units
 
 Fund = Callable[[str, str, str], Any]
 
 HASH = re.compile(r"0x[0-9a-f]{64}")
 ADDRESS = re.compile(r"0x[0-9a-f]{40}")
-#: The decimals of the tokens `treasury.anvil.deploy_contracts` deploys (what `fund` gives).
-DECIMALS = {symbol: DEPLOYED[symbol] for symbol in ("USDC", "USDT", "c0")}
+#: The decimals of the stablecoins `treasury.anvil.deploy_contracts` deploys; c0's are
+#: a setting of the deployment (`C0_DECIMALS_RANGE`), read from c0 (`decimals_of`).
+STABLECOIN_DECIMALS = {"USDC": 6, "USDT": 6}
+
+
+def decimals_of(chain: Chain, symbol: str) -> int:
+    """The decimals the chain's token `symbol` answers."""
+    data = chain.call(chain.addresses[symbol], calldata("decimals()"))
+    return int(decode(["uint8"], data)[0])
 
 
 def balance_of(chain: Chain, symbol: str, owner: str) -> int:
@@ -127,15 +135,18 @@ class ChainSuite:
 
     def test_call_token_views(self, chain: Chain) -> None:
         stranger = Account.create().address
-        for symbol, decimals in DECIMALS.items():
-            data = chain.call(chain.addresses[symbol], calldata("decimals()"))
-            assert decode(["uint8"], data)[0] == decimals
+        for symbol in ("USDC", "USDT", "c0"):
+            places = decimals_of(chain, symbol)
+            if symbol == "c0":
+                assert places in C0_DECIMALS_RANGE  # a setting of the deployment
+            else:
+                assert places == STABLECOIN_DECIMALS[symbol]
             assert balance_of(chain, symbol, stranger) == 0
 
     def test_fund_is_exact(self, chain: Chain, fund: Fund) -> None:
         owner = Account.create().address
         fund(owner, "USDC", "250.5")
-        fund(owner, "c0", "0.000000000000000001")
+        fund(owner, "c0", to_units(1, decimals_of(chain, "c0")))  # its smallest unit
         assert balance_of(chain, "USDC", owner) == 250_500_000
         assert balance_of(chain, "c0", owner) == 1
         assert eth_balance(chain, owner) == 0
@@ -277,7 +288,7 @@ class ChainSuite:
         (results,) = decode(["(bool,bytes)[]"], data)
         assert [ok for ok, _ in results] == [True, True, True]
         balances = [decode(["uint256"], raw)[0] for _, raw in results]
-        assert balances == [100 * 10 ** DECIMALS[s] for s in symbols]
+        assert balances == [100 * 10 ** decimals_of(chain, s) for s in symbols]
 
     def test_threads_share_one_chain(self, chain: Chain, funded: LocalAccount) -> None:
         errors: list[BaseException] = []

@@ -1,8 +1,8 @@
 """Trying a distribution without waiting a week, and why a pass published nothing.
 
 `close_current_period` is for test chains (`MintingChain`: the devnet, `treasury devnet`): it
-takes a snapshot at once, then closes the current period a moment later (at least
-`SETTLE` after that snapshot, so that the balances it holds earn something) and
+takes a snapshot at once, then closes the current period a moment later (`settle` after
+that snapshot, so that the balances it holds earn something whatever c0's decimals) and
 publishes it as the weekly job would, root posted included. The period stays closed: the
 rest of its week counts for no distribution (docs/decisions.md). `why_nothing` says why a
 chain has no newly published period.
@@ -10,8 +10,10 @@ chain has no newly published period.
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 from .._infra.runtime import Runtime
 from ..backends.chain.minting import MintingChain
@@ -22,7 +24,9 @@ from .periods import bounds, period_of
 from .publication import post_roots, publish_period
 from .snapshots import take_snapshot
 
-SETTLE = timedelta(seconds=1)
+SETTLE = timedelta(seconds=1)  # the least time a trial period runs after its snapshot
+SETTLE_LIMIT = timedelta(seconds=10)  # the most it waits for the largest balance to earn
+YEAR = timedelta(days=365)  # the year of the owed formula (`publication`)
 
 
 def close_current_period(runtime: Runtime, chain_id: int) -> YieldPeriod | None:
@@ -39,7 +43,10 @@ def close_current_period(runtime: Runtime, chain_id: int) -> YieldPeriod | None:
             raise Conflict(f"period {period_id} of chain {chain_id} is already closed")
     take_snapshot(runtime, chain_id, force=True)
     snapped = runtime.now()
-    while (until := runtime.now()) < snapped + SETTLE and period_of(until) == period_id:
+    with runtime.storage.read() as tx:
+        taken = store.snapshots(tx, chain_id, *bounds(period_id))
+    wait = settle(max(taken[-1].balances.values(), default=0), taken[-1].apy) if taken else SETTLE
+    while (until := runtime.now()) < snapped + wait and period_of(until) == period_id:
         time.sleep(0.05)
     published = publish_period(runtime, chain_id, period_id, until=min(until, bounds(period_id)[1]))
     post_roots(runtime, chain_id)
@@ -48,6 +55,16 @@ def close_current_period(runtime: Runtime, chain_id: int) -> YieldPeriod | None:
     with runtime.storage.read() as tx:
         body = store.artifact(tx, chain_id, period_id)
     return None if body is None else YieldPeriod.model_validate_json(body)
+
+
+def settle(balance: int, apy: Decimal) -> timedelta:
+    """How long a trial period runs after its snapshot: until `balance` (raw c0, the
+    largest held) earns a raw unit at `apy` (two, clear of rounding; an 18-decimal c0 at
+    once, a 6-decimal one in seconds), within `SETTLE` and `SETTLE_LIMIT`."""
+    if balance <= 0 or apy <= 0:
+        return SETTLE
+    needed = YEAR * (math.log1p(2 / balance) / math.log1p(float(apy)))
+    return min(max(needed, SETTLE), SETTLE_LIMIT)
 
 
 def why_nothing(runtime: Runtime, chain_id: int) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from eth_abi.abi import encode
 from eth_utils.address import to_checksum_address
 
+from ...evm.abi import DECIMALS as DECIMALS_VIEW
 from ...evm.abi import calldata, contract_address
 from ...money import to_raw
 
@@ -24,8 +25,12 @@ from ...money import to_raw
 DEFAULT_EARNER_RATE_BPS = 415
 #: Raw units of each stablecoin the swap facility holds at start (10^9 whole tokens).
 RESERVES = 10**15
-#: Decimals of what `fund` hands out.
+#: The decimals of the tokens a deployment creates, by default: c0's is a setting
+#: (`deploy_contracts`' `c0_decimals`, the devnet's ``c0_decimals``); the others are fixed.
 DECIMALS = {"USDC": 6, "USDT": 6, "c0": 18, "ETH": 18}
+#: The decimals c0 may be deployed with: at least the stablecoins' (the swap facility
+#: scales up to c0), at most 18 (as ERC-20s go).
+C0_DECIMALS_RANGE = range(6, 19)
 
 _CREATE_GAS = 3_000_000
 _CALL_GAS = 200_000
@@ -40,14 +45,15 @@ def artifacts() -> dict[str, dict[str, Any]]:
     return contracts
 
 
-def deploy_contracts(w3: Any, sender: Any) -> dict[str, str]:
+def deploy_contracts(w3: Any, sender: Any, c0_decimals: int | None = None) -> dict[str, str]:
     """Deploy our contracts from `sender` and return `ChainConfig.addresses` (lowercase).
 
     `sender` is an address the node signs for (the devnet's and anvil's dev accounts) or an
-    eth-account ``LocalAccount``. Also makes the swap facility the c0 minter and seeds it
-    with `RESERVES` of USDC and USDT so that withdrawals work; `sender` is the yield
-    distributor's operator.
+    eth-account ``LocalAccount``. c0 gets `c0_decimals` (default: `DECIMALS`' entry). Also
+    makes the swap facility the c0 minter and seeds it with `RESERVES` of USDC and USDT so
+    that withdrawals work; `sender` is the yield distributor's operator.
     """
+    places = check_c0_decimals(DECIMALS["c0"] if c0_decimals is None else c0_decimals)
     address = _address_of(sender)
     nonce = w3.eth.get_transaction_count(to_checksum_address(address), "pending")
     at = contract_addresses(address, nonce)
@@ -55,7 +61,7 @@ def deploy_contracts(w3: Any, sender: Any) -> dict[str, str]:
     steps: list[tuple[str | None, bytes]] = [
         (None, _creation("TestStablecoin", ["string", "string"], ["USD Coin", "USDC"])),
         (None, _creation("TestTetherToken", ["string", "string"], ["Tether USD", "USDT"])),
-        (None, _creation("C0Token", [], [])),
+        (None, _creation("C0Token", ["uint8"], [places])),
         (
             None,
             _creation("SwapFacility", ["address"] * 3, [at["c0"], at["USDC"], at["USDT"]]),
@@ -79,6 +85,16 @@ def deploy_contracts(w3: Any, sender: Any) -> dict[str, str]:
     return at
 
 
+def check_c0_decimals(value: object) -> int:
+    """`value` if c0 may be deployed with that many decimals, else a `ValueError`."""
+    if type(value) is not int or value not in C0_DECIMALS_RANGE:
+        first, last = C0_DECIMALS_RANGE[0], C0_DECIMALS_RANGE[-1]
+        raise ValueError(
+            f"c0_decimals must be a whole number from {first} to {last}, got {value!r}"
+        )
+    return value
+
+
 def contract_addresses(deployer: str, nonce: int) -> dict[str, str]:
     """Where `deploy_contracts` puts our contracts when `deployer` starts at `nonce`."""
     names = [
@@ -96,14 +112,15 @@ def contract_addresses(deployer: str, nonce: int) -> dict[str, str]:
 def fund(
     w3: Any, sender: Any, addresses: Mapping[str, str], to: str, symbol: str, amount: Any
 ) -> str:
-    """Give `to` an `amount` (whole units) of USDC, USDT, c0 (minted) or ETH (sent).
+    """Give `to` an `amount` (whole units, at the decimals the token answers) of USDC,
+    USDT, c0 (minted) or ETH (sent).
 
     `sender` must own the tokens (the deployer). Returns the mined transaction's hash.
     """
     symbol = {s.lower(): s for s in DECIMALS}.get(symbol.lower(), symbol)
     if symbol not in DECIMALS:
         raise ValueError(f"unknown symbol {symbol!r}; one of {', '.join(DECIMALS)}")
-    raw = to_raw(amount, DECIMALS[symbol])
+    raw = to_raw(amount, DECIMALS["ETH"] if symbol == "ETH" else decimals(w3, addresses[symbol]))
     recipient = to_checksum_address(to)
     if symbol == "ETH":
         tx: dict[str, Any] = {"to": recipient, "value": raw, "gas": 21_000}
@@ -112,6 +129,14 @@ def fund(
     tx_hash = _send(w3, sender, {**tx, **_fees(w3)})
     _wait(w3, tx_hash, what=f"funding {symbol}")
     return tx_hash
+
+
+def decimals(w3: Any, token: str) -> int:
+    """The decimals `token` answers (``decimals()``)."""
+    data = w3.eth.call(
+        {"to": to_checksum_address(token), "data": "0x" + DECIMALS_VIEW.encode().hex()}
+    )
+    return int(DECIMALS_VIEW.decode(bytes(data))[0])
 
 
 def _creation(name: str, types: list[str], args: list[Any]) -> bytes:

@@ -39,7 +39,7 @@ CANONICAL_MULTICALL3 = "0xca11bde05977b3631167028862be2a173976ca11"
 #: is M0's ``replaceAssetWithM(usdc, c0, c0, …)``, through the M float c0 holds.
 EXIT_PATHS = ("swap", "replace_asset_with_m")
 #: Settings of a chain that its URL may carry as query parameters (``?rail=ethereum``).
-URL_SETTINGS = ("rail", "exit_path")
+URL_SETTINGS = ("rail", "exit_path", "c0_decimals")
 _SETTINGS = ("url", "addresses", "tokens", "minter_key", "confirmations", *URL_SETTINGS)
 
 
@@ -64,7 +64,9 @@ class ChainConfig:
     the process keeps its state (the devnet's blocks; `Treasury.open` sets it beside a
     SQLite store); None keeps it in memory. `rail` is the fiat provider's payment rail
     for this chain and `exit_path` one of `EXIT_PATHS`; None leaves them to the chain's
-    preset (`presets`) or the backend's default.
+    preset (`presets`) or the backend's default. `c0_decimals` is for a chain that deploys
+    its own contracts (the devnet): the decimals its c0 gets (None: 18); every other
+    chain's c0 answers its own.
     """
 
     chain_id: int
@@ -76,8 +78,14 @@ class ChainConfig:
     confirmations: int | None = None
     rail: str | None = None
     exit_path: str | None = None
+    c0_decimals: int | None = None
 
     def __post_init__(self) -> None:
+        url, named = _split_settings(self.url)  # built directly, not by `parse`
+        for key, value in named.items():
+            if getattr(self, key) is None:  # a field given wins over the URL's
+                object.__setattr__(self, key, value)
+        object.__setattr__(self, "url", url)
         if self.exit_path is not None and self.exit_path not in EXIT_PATHS:
             raise ValueError(
                 f"chain {self.chain_id}: exit_path must be one of {', '.join(EXIT_PATHS)},"
@@ -85,13 +93,19 @@ class ChainConfig:
             )
         if self.rail is not None and not (isinstance(self.rail, str) and self.rail.strip()):
             raise ValueError(f"chain {self.chain_id}: rail must be a non-empty name")
+        if self.c0_decimals is not None and type(self.c0_decimals) is not int:
+            raise ValueError(
+                f"chain {self.chain_id}: c0_decimals must be a whole number,"
+                f" got {self.c0_decimals!r}"
+            )
 
     @classmethod
     def parse(cls, chain_id: int, spec: str | Mapping[str, Any] | ChainConfig) -> ChainConfig:
-        """From a URL (``rail`` and ``exit_path`` may ride in its query:
-        ``https://rpc.example?rail=ethereum``), or a mapping ``{"url": ..., "addresses":
-        {...}, "tokens": [...]}`` (also ``minter_key``, ``confirmations``, ``rail`` and
-        ``exit_path``, which win over the URL's)."""
+        """From a URL (``rail``, ``exit_path`` and ``c0_decimals`` may ride in its query:
+        ``https://rpc.example?rail=ethereum``, ``devnet://?c0_decimals=6``), or a mapping
+        ``{"url": ..., "addresses": {...}, "tokens": [...]}`` (also ``minter_key``,
+        ``confirmations``, ``rail``, ``exit_path`` and ``c0_decimals``, which win over the
+        URL's)."""
         if isinstance(spec, ChainConfig):
             return spec
         if isinstance(spec, str):
@@ -121,20 +135,26 @@ class ChainConfig:
         )
 
 
-def _split_settings(url: str) -> tuple[str, dict[str, str]]:
+def _split_settings(url: str) -> tuple[str, dict[str, Any]]:
     """`url` without the query parameters of `URL_SETTINGS`, and their values (the rest
     of the query, an RPC provider's own parameters, stays in the URL)."""
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+    from urllib.parse import parse_qsl, urlencode, urlsplit
 
     parts = urlsplit(url)
     if not parts.query:
         return url, {}
     pairs = parse_qsl(parts.query, keep_blank_values=True)
-    named = {k: v for k, v in pairs if k in URL_SETTINGS}
+    named: dict[str, Any] = {k: v for k, v in pairs if k in URL_SETTINGS}
+    text = named.get("c0_decimals")
+    if text is not None:  # a number in the query's text
+        named["c0_decimals"] = int(text) if text.isascii() and text.isdigit() else text
     if not named:
         return url, {}
     kept = urlencode([(k, v) for k, v in pairs if k not in URL_SETTINGS])
-    return urlunsplit(parts._replace(query=kept)), named
+    # the query replaced in the text: urlunsplit would drop the "//" of "devnet://"
+    head, _, fragment = url.partition("#")
+    base = head.partition("?")[0] + (f"?{kept}" if kept else "")
+    return base + (f"#{fragment}" if fragment else ""), named
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ on arrival (`_node.Node`). Its blocks are kept in `state_path` (a SQLite file, b
 kill -9 keeps balances, contracts, nonces and receipts; without a path it lives in memory
 and dies with the object. A fresh chain deploys the contracts of ``treasury/contracts``
 from its deployer (anvil's first dev account), makes the swap facility the c0 minter and
-seeds it with stablecoin reserves. It is a test chain (`minting.MintingChain`): `faucet` mints
+seeds it with stablecoin reserves. Its c0 has 18 decimals unless the URL's query or the
+chain's table says ``c0_decimals`` (``devnet://?c0_decimals=6``, as M0's extensions); the
+chain's file keeps the decimals it was deployed with. It is a test chain (`minting.MintingChain`): `faucet` mints
 tokens or sends ETH to any address, and its deployer's key (`minter_key`) operates the
 yield distributor. `web3`, `earner_rate_bps` and `set_earner_rate_bps` are the devnet's
 own, outside the `Chain` interface. Deposits count at once (`confirmations` 0: a block
@@ -35,7 +37,7 @@ from web3.types import RPCEndpoint, RPCResponse
 
 from ...errors import UpstreamError
 from ...evm.abi import call_fields, calldata, check_hash, revert_reason
-from ._deploy import contract_addresses, deploy_contracts, fund
+from ._deploy import check_c0_decimals, contract_addresses, decimals, deploy_contracts, fund
 from ._ledger import Ledger
 from ._node import Node, RpcError
 from .base import Chain, ChainConfig, Log, Receipt, Reverted, Topic
@@ -47,7 +49,13 @@ __all__ = ["DevnetChain"]
 
 class DevnetChain(Chain):
     """An in-process chain (chain id from the config, 31337 by default) with our contracts,
-    kept in `state_path` when given."""
+    kept in `state_path` when given.
+
+    A fresh chain deploys c0 with `c0_decimals` (default `_deploy.DECIMALS`' 18); a chain
+    replayed from its file keeps the decimals it was deployed with (its deployment is in
+    the file), and a `c0_decimals` that differs from them is a `ValueError`. `c0_decimals`
+    holds them as c0 answers.
+    """
 
     confirmations = 0
 
@@ -58,6 +66,7 @@ class DevnetChain(Chain):
         state_path: str | None = None,
         confirmations: int | None = None,
         rail: str | None = None,
+        c0_decimals: int | None = None,
     ) -> None:
         self.chain_id = chain_id
         self.rail = rail or RAILS.get(chain_id)
@@ -73,15 +82,23 @@ class DevnetChain(Chain):
             raise
         self._web3 = Web3(_NodeProvider(self))
         self.deployer = next(iter(self._node.accounts))
-        if self._node.head.number > 0:  # a replayed chain: deployed first, all at once
-            self.addresses = contract_addresses(self.deployer, 0)
-        else:
-            try:
+        try:
+            if c0_decimals is not None:
+                check_c0_decimals(c0_decimals)
+            if self._node.head.number > 0:  # a replayed chain: deployed first, all at once
+                self.addresses = contract_addresses(self.deployer, 0)
+            else:
                 with ledger.atomic():
-                    self.addresses = deploy_contracts(self._web3, self.deployer)
-            except Exception:
-                ledger.close()
-                raise
+                    self.addresses = deploy_contracts(self._web3, self.deployer, c0_decimals)
+            self.c0_decimals = decimals(self._web3, self.addresses["c0"])
+            if c0_decimals not in (None, self.c0_decimals):
+                raise ValueError(
+                    f"the devnet in {state_path} has a c0 of {self.c0_decimals} decimals,"
+                    f" not {c0_decimals}: a chain keeps the decimals it was deployed with"
+                )
+        except Exception:
+            ledger.close()
+            raise
         core = [self.addresses[k] for k in ("USDC", "USDT", "c0")]
         self.tokens = core + [t.lower() for t in tokens if t.lower() not in core]
 
@@ -91,8 +108,18 @@ class DevnetChain(Chain):
             raise ValueError("devnet:// deploys its own contracts; do not configure addresses")
         if config.exit_path not in (None, "swap"):
             raise ValueError("devnet:// exchanges c0 through its facility's swap: exit_path = swap")
-        path = unquote(urlsplit(config.url).path).removeprefix("/") or config.state_path
-        return cls(config.chain_id, config.tokens, path or None, config.confirmations, config.rail)
+        url = urlsplit(config.url)
+        if url.query:  # `ChainConfig.parse` took the settings it knows out of the URL
+            raise ValueError(f"unknown devnet:// URL settings: {url.query}")
+        path = unquote(url.path).removeprefix("/") or config.state_path
+        return cls(
+            config.chain_id,
+            config.tokens,
+            path or None,
+            config.confirmations,
+            rail=config.rail,
+            c0_decimals=config.c0_decimals,
+        )
 
     # -- the Chain interface --------------------------------------------------------
 

@@ -101,6 +101,11 @@ class RpcChain(Chain):
     @classmethod
     def from_config(cls, config: ChainConfig) -> Self:
         """An `RpcChain`, or a `MintingRpcChain` when `config` holds a ``minter_key``."""
+        if config.c0_decimals is not None:
+            raise ValueError(
+                "c0_decimals is a setting of devnet://, which deploys its own c0; a node's"
+                " c0 answers its decimals"
+            )
         if config.minter_key is not None and not issubclass(cls, MintingRpcChain):
             return cast(Self, MintingRpcChain(config))
         return cls(config)
