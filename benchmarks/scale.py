@@ -306,10 +306,22 @@ def gunicorn(app: str, target: str, workers: int, threads: int, logs: Path) -> I
     log = logs / f"{app}-{port}.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            [sys.executable, str(SERVER), app, target, "--port", str(port),
-             "--workers", str(workers), "--threads", str(threads)],
-            stdout=sink, stderr=subprocess.STDOUT, cwd=logs,
-        )  # fmt: skip
+            [
+                sys.executable,
+                str(SERVER),
+                app,
+                target,
+                "--port",
+                str(port),
+                "--workers",
+                str(workers),
+                "--threads",
+                str(threads),
+            ],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            cwd=logs,
+        )
     server = Server(process, port, log)
     try:
         deadline = time.monotonic() + 60
@@ -390,9 +402,17 @@ def load(
     """One run of `_load.py` against `url` in its own process; the CPU each part spent,
     and the connections per worker sampled in the middle of the measured window."""
     command = [
-        sys.executable, str(LOAD), url, "--threads", str(args.clients),
-        "--seconds", str(args.seconds), "--warmup", str(args.warmup), *extra,
-    ]  # fmt: skip
+        sys.executable,
+        str(LOAD),
+        url,
+        "--threads",
+        str(args.clients),
+        "--seconds",
+        str(args.seconds),
+        "--warmup",
+        str(args.warmup),
+        *extra,
+    ]
     before = Snapshot.take(server)
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     spread: list[int] = []
@@ -583,8 +603,14 @@ def report(sides: list[Side], rounds: int) -> str:
             ["", "connections/worker", *("/".join(map(str, r.connections)) for r in side.runs), ""]
         )
         rows.append(["", "non-201", *(str(sum(r.failures.values())) for r in side.runs), ""])
-        rows.append(["", "rows == 201s", *(str(r.rows == r.sent - sum(r.failures.values()))
-                                           for r in side.runs), ""])  # fmt: skip
+        rows.append(
+            [
+                "",
+                "rows == 201s",
+                *(str(r.rows == r.sent - sum(r.failures.values())) for r in side.runs),
+                "",
+            ]
+        )
     return table(header, rows)
 
 
