@@ -24,7 +24,7 @@ from .helpers import BANK_ACCOUNT, address, onramp
 
 pytestmark = pytest.mark.skipif(not on_postgres(), reason="PostgreSQL's round trips")
 
-REDIS_DB = 9  # the rate limiter's counters in this module: one database, flushed
+REDIS_DB = 9  # the rate limiter's counters in this module: a database of their own
 
 
 CENSUS = Census()
