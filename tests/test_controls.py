@@ -111,9 +111,17 @@ def test_every_operation_over_http_by_scope_with_its_audit_events(live) -> None:
         assert event["objectType"] == operation.object_type
         assert event["status"] == operation.status
         assert set(event) == {
-            "id", "at", "actor", "operation", "objectType", "objectId", "status",
-            "requestId", "prevHash", "hash",
-        }  # fmt: skip
+            "id",
+            "at",
+            "actor",
+            "operation",
+            "objectType",
+            "objectId",
+            "status",
+            "requestId",
+            "prevHash",
+            "hash",
+        }
         if operation.status == 201 or any(not p.chain for p in operation.path_params):
             assert event["objectId"], name  # a created object, or the one of the path
     for name, request_id in refused.items():

@@ -98,9 +98,16 @@ def test_wallets_and_their_transactions_survive_migration_13(storage_url, monkey
             " amount, wallet_id, wallet_number, wallet_address, status, created_at,"
             " updated_at) VALUES (?, 31337, ?, 'deposit', ?, ?, 'USDC', '1', ?, ?, ?,"
             " 'pending', '2026-01-01', '2026-01-01')",
-            (org.id, "0x" + "ab" * 32, kept.address, address().lower(), row["id"], kept.id,
-             kept.address),
-        )  # fmt: skip
+            (
+                org.id,
+                "0x" + "ab" * 32,
+                kept.address,
+                address().lower(),
+                row["id"],
+                kept.id,
+                kept.address,
+            ),
+        )
     old.close()
     monkeypatch.undo()
 

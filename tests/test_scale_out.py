@@ -332,8 +332,11 @@ def test_serve_with_processes_runs_gunicorn_workers_on_the_shared_settings(
         arbiter = psutil.Process(server.process.pid)  # gunicorn's, with its two workers
         wait_for(lambda: len(arbiter.children()) == 2, 30, "two worker processes")
         with httpx.Client(base_url=server.base, headers={"x-api-key": tenant.secret}) as api:
-            created = api.post("/recipients", json={"address": "0x" + "ab" * 20, "label": "r"},
-                               headers={"Idempotency-Key": "k1"})  # fmt: skip
+            created = api.post(
+                "/recipients",
+                json={"address": "0x" + "ab" * 20, "label": "r"},
+                headers={"Idempotency-Key": "k1"},
+            )
             assert created.status_code == 201, created.text
             listed = cluster.client(1, tenant.secret).get("/recipients").json()
             assert [r["id"] for r in listed["data"]] == [created.json()["id"]]
@@ -353,6 +356,9 @@ def test_serve_with_processes_refuses_what_processes_cannot_share(
     (tmp_path / "treasury.toml").write_text(dump_toml({"master_key": MASTER_KEY, **settings}))
     done = subprocess.run(
         [sys.executable, "-m", "treasury.cli", "serve", "--processes", "2"],
-        cwd=tmp_path, env=clean_env(), capture_output=True, timeout=60,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=clean_env(),
+        capture_output=True,
+        timeout=60,
+    )
     assert done.returncode == 1 and refusal in done.stderr.decode(), done.stderr
