@@ -9,8 +9,11 @@ import os
 import platform
 import pstats
 import secrets
+import socket
 import sqlite3
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -268,3 +271,67 @@ def where(filename: str, line: int, function: str) -> str:
         if marker in filename:
             filename = filename.split(marker, 1)[1]
     return f"{filename}:{line}:{function}"
+
+
+# --- a server in a process of its own (memory figures) ----------------------------------
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def memory(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM (peak) of a process, in bytes."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    return {name: int(fields[name].split()[0]) * 1024 for name in ("VmRSS", "VmHWM")}
+
+
+def serve_store(db: str, port: int, master_key: str) -> None:
+    """Serve the treasury on the SQLite file `db` at `port` (8 threads), until killed."""
+    from treasury import Treasury
+    from treasury.http import create_app
+    from treasury.http._server import create_server
+
+    quiet_waitress()
+    t = Treasury.open(f"sqlite:///{db}", master_key=master_key, chains={})
+    server = create_server(
+        create_app(t),
+        host="127.0.0.1",
+        port=port,
+        threads=8,
+        connection_limit=1000,
+        channel_timeout=30,
+        max_body_bytes=t.settings.max_body_bytes,
+    )
+    server.run()
+
+
+def start_server(
+    script: str, mode: str, db: Path, probe: str, secret: str
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Run ``script --serve mode --db db --port P`` and wait (60 s at most) until
+    ``GET probe`` answers with the key `secret`: the process and its ``/v1`` URL."""
+    import httpx
+
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, script, "--serve", mode, "--db", str(db), "--port", str(port)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    base = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            httpx.get(base + probe, headers={"x-api-key": secret}).raise_for_status()
+            return process, port
+        except httpx.TransportError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                raise RuntimeError(f"the {mode} server did not start") from None
+            time.sleep(0.1)

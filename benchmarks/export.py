@@ -34,8 +34,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import http.client
-import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -44,8 +42,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlencode
 
-import httpx
-from _common import machine, median, quiet_waitress, table
+from _common import machine, median, memory, serve_store, start_server, table
 
 from treasury import Treasury
 
@@ -104,42 +101,12 @@ def restore_whole_export() -> None:
 
 
 def serve(mode: str, db: str, port: int) -> None:
-    from treasury.http import create_app
-    from treasury.http._server import create_server
-
-    quiet_waitress()
     if mode == "whole":
         restore_whole_export()
-    t = Treasury.open(f"sqlite:///{db}", master_key=MASTER_KEY, chains={})
-    server = create_server(
-        create_app(t),
-        host="127.0.0.1",
-        port=port,
-        threads=8,
-        connection_limit=1000,
-        channel_timeout=30,
-        max_body_bytes=t.settings.max_body_bytes,
-    )
-    server.run()
+    serve_store(db, port, MASTER_KEY)
 
 
 # --- measuring --------------------------------------------------------------------------
-
-
-def memory(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM (peak) of a process, in bytes."""
-    fields = dict(
-        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-    )
-    return {name: int(fields[name].split()[0]) * 1024 for name in ("VmRSS", "VmHWM")}
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclasses.dataclass
@@ -151,22 +118,8 @@ class Run:
 
 
 def measure_once(mode: str, db: Path, secret: str, rows: int, clients: int) -> Run:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, __file__, "--serve", mode, "--db", str(db), "--port", str(port)],
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
+    process, port = start_server(__file__, mode, db, "/policy", secret)
     try:
-        base = f"http://127.0.0.1:{port}/v1"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{base}/policy", headers={"x-api-key": secret}).raise_for_status()
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError(f"the {mode} server did not start") from None
-                time.sleep(0.1)
         before = memory(process.pid)["VmRSS"]
         end = START + timedelta(seconds=rows + 1)
         query = urlencode({"from": START.isoformat(), "to": end.isoformat()})

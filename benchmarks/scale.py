@@ -77,7 +77,7 @@ import httpx
 import psutil
 import psycopg
 import redis
-from _common import FLOOR_ORG_ID, machine, median, now_text, table, verdict
+from _common import FLOOR_ORG_ID, free_port, machine, median, now_text, table, verdict
 from _gunicorn import PG_FLOOR_SCHEMA
 
 from treasury import Treasury
@@ -249,15 +249,6 @@ def count_rows(name: str, table_name: str) -> int:
     with psycopg.connect(database_url(name), autocommit=True) as conn:
         row = conn.execute(f"SELECT COUNT(*) FROM {table_name}").fetchone()
     return int(row[0]) if row else 0
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass
