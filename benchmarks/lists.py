@@ -81,7 +81,10 @@ def restore_whole_lists() -> None:
     from treasury.backends.storage.base import Transaction
     from treasury.http import _blueprint
 
-    table = tuple(dataclasses.replace(op, chunks=None) for op in operations.OPERATIONS)
+    table = tuple(  # a CSV answer is only ever streamed: it keeps its chunks
+        op if op.csv is not None else dataclasses.replace(op, chunks=None)
+        for op in operations.OPERATIONS
+    )
     operations.OPERATIONS = _blueprint.OPERATIONS = table  # type: ignore[misc]
     sqlite._Tx._stream = Transaction._stream  # type: ignore[method-assign]
 
