@@ -42,7 +42,7 @@ from ._ledger import Ledger
 from ._node import Node, RpcError
 from .base import Chain, ChainConfig, Log, Receipt, Reverted, Topic
 from .presets import RAILS
-from .rpc import _log, _raise, _receipt
+from .rpc import _log, _logs_query, _raise, _receipt
 
 __all__ = ["DevnetChain"]
 
@@ -136,12 +136,7 @@ class DevnetChain(Chain):
     def logs(
         self, first: int, last: int, contracts: Sequence[str], topics: Sequence[Topic]
     ) -> list[Log]:
-        query = {
-            "fromBlock": hex(first),
-            "toBlock": hex(last),
-            "address": [c.lower() for c in contracts],
-            "topics": [t if t is None or isinstance(t, str) else list(t) for t in topics],
-        }
+        query = _logs_query(first, last, contracts, topics)
         return [_log(found) for found in self._rpc("eth_getLogs", query)]
 
     def head(self) -> int:

@@ -141,12 +141,7 @@ class RpcChain(Chain):
     def logs(
         self, first: int, last: int, contracts: Sequence[str], topics: Sequence[Topic]
     ) -> list[Log]:
-        query = {
-            "fromBlock": hex(first),
-            "toBlock": hex(last),
-            "address": [c.lower() for c in contracts],
-            "topics": [t if t is None or isinstance(t, str) else list(t) for t in topics],
-        }
+        query = _logs_query(first, last, contracts, topics)
         return [_log(found) for found in self._request("eth_getLogs", [query])]
 
     def send_raw_transaction(self, raw: bytes) -> str:
@@ -284,6 +279,18 @@ def _receipt(r: Mapping[str, Any]) -> Receipt | None:
         type=int(r.get("type") or "0x0", 16),
         root=str(r["root"]).lower() if r.get("root") else None,
     )
+
+
+def _logs_query(
+    first: int, last: int, contracts: Sequence[str], topics: Sequence[Topic]
+) -> dict[str, Any]:
+    """The filter object of ``eth_getLogs`` for `Chain.logs`'s arguments."""
+    return {
+        "fromBlock": hex(first),
+        "toBlock": hex(last),
+        "address": [c.lower() for c in contracts],
+        "topics": [t if t is None or isinstance(t, str) else list(t) for t in topics],
+    }
 
 
 def _log(found: Mapping[str, Any]) -> Log:
