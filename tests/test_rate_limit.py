@@ -151,7 +151,7 @@ def test_a_flushed_script_is_sent_again(redis_db):
     assert limiter.hit_key("k").remaining == 0
     with pytest.raises(RateLimited):
         limiter.hit_key("k")
-    assert admin.script_exists(limiter._script._sha) == [True]  # type: ignore[union-attr]
+    assert admin.script_exists(limiter._script._sha) == [True]
     limiter.close()
 
 

@@ -3,8 +3,8 @@ without a valid key.
 
 Counters live in this process (``memory://``: a window of hit times per caller, under
 one lock) or, when several processes serve, in shared storage: Redis (``redis://``,
-``rediss://``, ``unix://``) through one script of our own, any other `limits` storage URL
-through the `limits` library. Both windows of our own replace `limits`' for speed: its
+``rediss://``, ``unix://``) through one script of our own on connections of our own, any
+other `limits` storage URL through the `limits` library. Both windows of our own replace `limits`' for speed: its
 memory storage starts a timer thread every 10 ms to expire entries, and its Redis window
 takes two round trips per request (the hit, then the stats for the headers) where the
 script takes one.
@@ -142,11 +142,12 @@ return {1, hits + 1, 0}
 
 
 class _HitScript:
-    """`_HIT` sent as a packed ``EVALSHA`` on connections of our own, taken once each from
-    the client's pool: the client's per-command machinery costs four times the round trip's
-    CPU. Idle connections wait in a deque (its ``pop`` and ``append`` are atomic), so a
-    connection serves one thread at a time and there are never more than the most hits
-    ever in flight at once, however many threads a server starts and ends."""
+    """`_HIT` sent as a packed ``EVALSHA`` on connections of our own, each taken once from
+    the client's pool: the client's per-command path (checkout, retry wrapper, metrics)
+    costs more CPU than the round trip. Idle connections wait in a deque (``pop`` and
+    ``append`` are atomic): a connection serves one thread at a time, and there are no
+    more of them than hits ever in flight at once, however many threads come and go.
+    `close` (`RateLimiter.close`, from `Treasury.close`) disconnects them."""
 
     def __init__(self, client: Any) -> None:
         from redis import exceptions
@@ -158,10 +159,10 @@ class _HitScript:
         self._no_script = exceptions.NoScriptError
 
     def __call__(self, key: str, *args: int | str) -> list[int]:
-        """The script's answer. Once on a connection that turned out closed or timed out
-        (Redis restarted, the connection killed), again on a new one of the same (the
-        second failure is raised); a Redis without the script (flushed, or restarted)
-        is sent the script itself (``EVAL``, which keeps it)."""
+        """The script's answer for `key`. A connection found closed or timed out (Redis
+        restarted, the connection killed) is tried once more, on a new socket; a second
+        failure is raised, as is a refused first connection (Redis down). A Redis without
+        the script (flushed, restarted) is sent the script itself (``EVAL`` keeps it)."""
         try:
             conn = self._idle.pop()
         except IndexError:
