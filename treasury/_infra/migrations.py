@@ -568,4 +568,12 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 WHERE approval_status IN ('awaiting', 'approved')""",
         ],
     ),
+    (
+        17,
+        "the audit chain advanced in SQL: each head keeps its previous hash; sha256_hex",
+        [
+            "ALTER TABLE audit_heads ADD COLUMN prev_hash TEXT",
+            "{define_sha256_hex}",
+        ],
+    ),
 ]
