@@ -7,6 +7,12 @@ violation becomes `DuplicateKey` at this boundary; `read` is a REPEATABLE READ, 
 snapshot (it joins the thread's open transaction, if any). The library's statements are
 rewritten once each for psycopg's ``%s`` paramstyle by the storage base.
 
+Each parameterised INSERT, UPDATE, DELETE, SELECT or WITH is parsed and planned once per
+connection: the connection prepares it (``PREPARE treasury_N``) the first time it meets
+it, then sends ``EXECUTE treasury_N(values)`` (`_Prepared`). The connections' own
+automatic preparation (psycopg's ``prepare_threshold``) is off: its ``DEALLOCATE ALL``,
+sent after a rollback or DDL, would drop these statements unseen.
+
 Pool size with ``?pool_min=1&pool_max=10``; any other query parameter (``options``,
 ``sslmode``, ...) goes to libpq as is. Install with the ``postgres`` extra.
 """
@@ -14,13 +20,16 @@ Pool size with ``?pool_min=1&pool_max=10``; any other query parameter (``options
 from __future__ import annotations
 
 import itertools
+import re
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Self
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -29,15 +38,54 @@ from .base import DuplicateKey, Params, Row, ThreadTransactions, Transaction
 __all__ = ["PostgresStorage"]
 
 _STREAMS = itertools.count()  # names of server-side cursors, unique in the process
+_NAMES = itertools.count(1)  # names of prepared statements, unique in the process
+
+#: Prepared when they carry parameters; `_WHOLE_ROWS` not (``SELECT *``, ``RETURNING *``:
+#: a column added would change their answer's type, which a prepared statement refuses).
+_PREPARED = re.compile(r"\s*(?:INSERT|UPDATE|DELETE|SELECT|WITH)\b", re.IGNORECASE)
+_WHOLE_ROWS = re.compile(r"\*\s*(?:,|FROM\b|$)", re.IGNORECASE)
+_MARKS = re.compile(r"%[s%]")
+#: Parameter types PostgreSQL cannot infer (``? IS NULL``): such a statement stays text.
+_NOT_PREPARABLE = {"42P18", "42P08"}
+
+
+class _Prepared(OrderedDict[str, str | None]):
+    """The statements one connection prepared, by text: each one's name, or None where
+    PostgreSQL cannot prepare it; least recently used first. At most `limit` (the library
+    has fewer distinct statements, but ``IN (?, ?, …)`` lists make one per length): the
+    oldest is deallocated to make room. A failed transaction does not undo a PREPARE
+    (prepared statements are not transactional), and a message holds none (`_Tx._name`):
+    the entries stay true whatever the transactions do. Names that went stale (a column's
+    type changed under a statement, `_Tx._together`) wait in `stale` to be deallocated."""
+
+    limit = 256
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stale: list[str] = []
+
+    @staticmethod
+    def of(conn: psycopg.Connection[Any]) -> _Prepared:
+        """`conn`'s, kept on the connection (a new connection has prepared nothing)."""
+        prepared: _Prepared | None = vars(conn).get("treasury_prepared")
+        if prepared is None:
+            prepared = vars(conn)["treasury_prepared"] = _Prepared()
+        return prepared
+
+
+def _numbered(sql: str) -> str:
+    """`sql` (``%s`` paramstyle) as PREPARE takes it: ``$1``, ``$2``, … and a single ``%``."""
+    numbers = itertools.count(1)
+    return _MARKS.sub(lambda mark: "%" if mark[0] == "%%" else f"${next(numbers)}", sql)
 
 
 class _Tx(Transaction):
     """One transaction's cursor. Its opening ``BEGIN``, its named locks and its writes
     sent with `send`, whose answers nobody reads, wait in `_queued` and go with its next
     statement, or its COMMIT, in one query message (one round trip for all of them, their
-    values bound by psycopg on this side); the server runs them in order, so each lock is
-    held before that statement runs. A transaction that sent no statement never began:
-    its end costs nothing."""
+    values written into it by psycopg on this side, `_together`); the server runs them in
+    order, so each lock is held before that statement runs. A transaction that sent no
+    statement never began: its end costs nothing."""
 
     paramstyle = "format"
     skip_locked = " FOR UPDATE SKIP LOCKED"
@@ -45,6 +93,7 @@ class _Tx(Transaction):
     def __init__(self, conn: psycopg.Connection[Row]) -> None:
         self._conn = conn
         self._cursor = conn.cursor()  # one per transaction: its statements run one by one
+        self._prepared = _Prepared.of(conn)
         self._queued: list[tuple[str, Params]] = []
         self.began = False  # whether a statement reached the server
         self._writes = False  # whether a write waits in `_queued`
@@ -70,18 +119,65 @@ class _Tx(Transaction):
         """Run a statement, after the queued ones, in one round trip; its answer."""
         queued = self._take_queued()
         with self._translated():
-            if not queued:
-                return self._cursor.execute(sql, params)
             return self._together([*queued, (sql, params)])
 
     def _together(self, statements: list[tuple[str, Params]]) -> psycopg.Cursor[Row]:
-        """Statements in one query message; the answer of the last."""
+        """Statements in one query message, each that PostgreSQL can prepare as ``EXECUTE``
+        of the connection's prepared statement (`_name`); the answer of the last."""
         bound = psycopg.ClientCursor(self._conn)
-        text = "; ".join(bound.mogrify(*each) for each in statements)
-        cursor = self._cursor.execute(text.encode(), prepare=False)
+        text = "; ".join(bound.mogrify(*self._executed(*each)) for each in statements)
+        try:
+            cursor = self._cursor.execute(text.encode(), prepare=False)
+        except psycopg.errors.FeatureNotSupported:  # "cached plan must not change result type"
+            prepared = self._prepared  # a column's type changed: prepare them anew next time
+            prepared.stale += filter(None, (prepared.pop(sql, None) for sql, _ in statements))
+            raise
         while cursor.nextset():  # to the last statement's answer
             pass
         return cursor
+
+    def _executed(self, sql: str, params: Params) -> tuple[str, Params]:
+        """`sql` as sent: ``EXECUTE name(%s, …)`` where the connection prepared it."""
+        if not params or not _PREPARED.match(sql) or _WHOLE_ROWS.search(sql):
+            return sql, params
+        if (name := self._name(sql)) is None:
+            return sql, params
+        return f"EXECUTE {name}({', '.join(['%s'] * len(params))})", params
+
+    def _name(self, sql: str) -> str | None:
+        """The name under which the connection prepared `sql`; the first time, prepared
+        now, in a message of its own (inside a savepoint within a transaction), so a
+        statement that does not prepare fails nothing: None, and it goes as text."""
+        prepared = self._prepared
+        if sql in prepared:
+            prepared.move_to_end(sql)
+            return prepared[sql]
+        state = self._conn.info.transaction_status
+        if state not in (TransactionStatus.IDLE, TransactionStatus.INTRANS):
+            return None  # a failed transaction: the message fails anyway
+        if len(prepared) >= prepared.limit:
+            _, oldest = prepared.popitem(last=False)
+            prepared.stale += [oldest] if oldest else []
+        name = f"treasury_{next(_NAMES)}"
+        steps = [f"DEALLOCATE {old}" for old in prepared.stale]
+        steps.append(f"PREPARE {name} AS {_numbered(sql)}")
+        prepared.stale = []  # deallocated before the PREPARE runs, whether or not it fails
+        inside = state == TransactionStatus.INTRANS
+        if inside:
+            steps = ["SAVEPOINT treasury_prepare", *steps, "RELEASE SAVEPOINT treasury_prepare"]
+        try:
+            self._cursor.execute("; ".join(steps).encode(), prepare=False)
+        except psycopg.DatabaseError as error:
+            if inside:
+                self._cursor.execute(
+                    b"ROLLBACK TO SAVEPOINT treasury_prepare; RELEASE SAVEPOINT treasury_prepare",
+                    prepare=False,
+                )
+            if error.sqlstate in _NOT_PREPARABLE:
+                prepared[sql] = None
+            return None  # any other failure (no such table yet): text, and tried again
+        prepared[sql] = name
+        return name
 
     def _take_queued(self) -> list[tuple[str, Params]]:
         queued, self._queued, self.began, self._writes = self._queued, [], True, False
@@ -149,7 +245,7 @@ class PostgresStorage(ThreadTransactions):
             connection_class=connection_class,
             min_size=pool_min,
             max_size=pool_max,
-            kwargs={"row_factory": dict_row, "autocommit": True},
+            kwargs={"row_factory": dict_row, "autocommit": True, "prepare_threshold": None},
             open=True,
         )
         self._local = threading.local()
