@@ -167,6 +167,16 @@ def _controls() -> dict[tuple[str, ...], Operation[Any]]:
     return found
 
 
+#: `grants`, remembered for each held scopes and required scope (a handle's are a tuple).
+_grants = functools.lru_cache(maxsize=256)(grants)
+
+
+@functools.lru_cache(maxsize=256)
+def _scopes(stored: str) -> tuple[str, ...]:
+    """A key's scopes from their stored JSON text (a few distinct texts, each read once)."""
+    return tuple(json.loads(stored))
+
+
 class OrganizationHandle:
     """One organization's operations, grouped by resource, isolated to it."""
 
@@ -201,7 +211,7 @@ class OrganizationHandle:
 
     def require(self, scope: str | None) -> None:
         """Nothing if the key's scopes grant `scope`, else the 403 naming it."""
-        if scope is not None and not grants(self.scopes, scope):
+        if scope is not None and not _grants(self.scopes, scope):
             raise Forbidden(required_scope=scope)
 
     def run(
@@ -334,7 +344,7 @@ class Treasury:
         """The organization a key belongs to; 401-type errors exactly as the specification."""
         key = self.admin.verified(secret)
         scope = Scope(self._runtime, key["org_id"], key["user_id"], key["id"])
-        return OrganizationHandle(scope, key["id"], json.loads(key["scopes"]))
+        return OrganizationHandle(scope, key["id"], _scopes(key["scopes"]))
 
     def authenticate(self, secret: str | None, *, client: str = "unknown") -> OrganizationHandle:
         """`for_api_key` plus one request counted (HTTP use): against the key, whose
