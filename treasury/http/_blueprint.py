@@ -185,9 +185,10 @@ def _guarded(view: Callable[..., Response]) -> Callable[..., Response]:
 
 def _view(treasury: Treasury, operations: Sequence[Operation[Any]]) -> Callable[..., Response]:
     max_body = treasury.settings.max_body_bytes
+    only = operations[0] if len(operations) == 1 else None  # else the query selects one
 
     def view(**params: Any) -> Response:
-        operation = selected(operations, request.args)
+        operation = only if only is not None else selected(operations, request.args)
         if operation.public:
             return _answer(operation, treasury, params)
         org = treasury.authenticate(request.headers.get("x-api-key"), client=_client())
@@ -215,7 +216,7 @@ def _view(treasury: Treasury, operations: Sequence[Operation[Any]]) -> Callable[
             operation,
             root,
             path=params,
-            query=request.args.to_dict(),
+            query=request.args.to_dict() if operation.query is not None else {},
             body=json_body(max_body) if operation.body is not None else None,
             headers={IDEMPOTENCY_HEADER: key} if key is not None else {},
             chunked=operation.chunks is not None,
