@@ -140,8 +140,9 @@ def _aliased_path(url_prefix: str) -> Callable[[], Response | None]:
     prefix = url_prefix.rstrip("/")
 
     def refuse() -> Response | None:
-        raw = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI") or ""
-        sent = raw.split("?", 1)[0].split("#", 1)[0] or request.environ.get("PATH_INFO", "")
+        environ = request.environ
+        raw = environ.get("RAW_URI") or environ.get("REQUEST_URI") or ""
+        sent = raw.split("?", 1)[0].split("#", 1)[0] or environ.get("PATH_INFO", "")
         if "//" not in sent and "%2f" not in sent.lower():
             return None
         path = re.sub("/+", "/", sent.replace("%2F", "/").replace("%2f", "/"))
