@@ -233,8 +233,6 @@ class OrganizationHandle:
         if audit.running():  # within a request (HTTP): part of its call
             self.require(operation.scope)
             return audit.within(action)
-        from .operations import object_id_of
-
         call = audit.Call(
             runtime=self.scope.runtime,
             org_id=self.id,
@@ -245,8 +243,8 @@ class OrganizationHandle:
             object_type=operation.object_type,
             status=operation.status,
             request_id=request_id,
-            object_id=object_id_of(operation, path),
-            identify=lambda result: object_id_of(operation, (), result),
+            object_id=operation.object_id(path),
+            identify=lambda result: operation.object_id((), result),
         )
 
         def checked() -> T:

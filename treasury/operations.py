@@ -235,6 +235,31 @@ class Operation(Generic[R]):
         of the group names another: a wallet's ``address``, a transaction's ``hash``)."""
         return _object_keys().get(self.name.partition(".")[0], "id")
 
+    def object_id(self, path: Sequence[Any] | Mapping[str, Any], result: Any = None) -> str | None:
+        """The id of the object a call acts on, for its audit event: its `object_param`
+        from `path` (the call's values, in order or by name), else its `object_key` read
+        from `result` (a new wallet's ``address``, a new recipient's ``id``), also in a
+        model the result holds."""
+        named = self.object_param
+        if named is not None:
+            name, index = named
+            if isinstance(path, Mapping):
+                value = path.get(name)
+            else:
+                value = path[index] if len(path) > index else None
+            if value is not None:
+                return str(value)
+        if result is None:
+            return None
+        key = self.object_key
+        found = getattr(result, key, None)  # the result itself first, else a model it holds
+        if found is None:
+            holders = (v for v in vars(result).values() if isinstance(v, BaseModel))
+            found = next(
+                (getattr(h, key) for h in holders if getattr(h, key, None) is not None), None
+            )
+        return None if found is None else str(found)
+
     @property
     def method_path(self) -> tuple[str, ...]:
         """The attributes its method is reached by from its root (``("transfers",
@@ -317,32 +342,6 @@ def invoke(
     if chunked and operation.chunks is not None:
         return operation.chunks(cast(Handle, root))(*args, **kwargs)
     return operation.handler(root)(*args, **kwargs)
-
-
-def object_id_of(
-    operation: Operation[Any], path: Sequence[Any] | Mapping[str, Any], result: Any = None
-) -> str | None:
-    """The id of the object a call of `operation` acts on, for its audit event: its path's
-    object parameter (the first but a chain id) from `path` (the call's values, in order
-    or by name), else that of its group's other paths read from `result` (a new wallet's
-    ``address``, a new recipient's ``id``), also in a model the result holds."""
-    named = operation.object_param
-    if named is not None:
-        name, index = named
-        if isinstance(path, Mapping):
-            value = path.get(name)
-        else:
-            value = path[index] if len(path) > index else None
-        if value is not None:
-            return str(value)
-    if result is None:
-        return None
-    key = operation.object_key
-    found = getattr(result, key, None)  # the result itself first, else a model it holds
-    if found is None:
-        holders = (v for v in vars(result).values() if isinstance(v, BaseModel))
-        found = next((getattr(h, key) for h in holders if getattr(h, key, None) is not None), None)
-    return None if found is None else str(found)
 
 
 @functools.cache
