@@ -27,7 +27,7 @@ _SPECIAL = re.compile(rb'[\[\]{}"\\]')
 
 def json_body(max_bytes: int) -> Any:
     """The parsed JSON body; {} when empty. 413 over the limit, 415 if not JSON."""
-    length = request.content_length  # werkzeug reads it from the headers at each use
+    length = request.content_length  # read once: each `request.` use goes through its proxy
     if length is not None and length > max_bytes:
         raise PayloadTooLarge(f"Request body exceeds {max_bytes} bytes")
     raw = _read_at_most(max_bytes, length)
