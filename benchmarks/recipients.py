@@ -23,7 +23,10 @@ does not do: read its number from the table (it comes from an in-process counter
 validate input, authenticate, rate-limit, or record an idempotency key; all of that is
 treasury's cost. A raw insert whose number comes from treasury's own statement
 (``MAX(number) + 1`` of the organization) in the same transaction is printed as an
-extra, to show what per-organization numbers cost alone.
+extra, to show what per-organization numbers cost alone, and so are the pages one
+in-process operation writes to the WAL on each side (`pages_written`): with
+synchronous=FULL every page is part of what the commit waits for, so on a disk that is
+slow per byte the pages, more than the statements, set the in-process ratio.
 
 Every side writes a real file in one temporary directory with the same durability
 settings (WAL, synchronous=FULL). Each side is warmed up; then, in each of ``--rounds``
@@ -38,13 +41,14 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import sqlite3
 import sys
 import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,6 +141,20 @@ def treasury_create(org: OrganizationHandle, *, keyed: bool) -> Callable[[], Non
         )
 
     return create
+
+
+def pages_written(path: Path, operation: Callable[[], Any], operations: int = 50) -> float:
+    """The pages one `operation` writes to the WAL of the database at `path` (frames per
+    operation: with synchronous=FULL, each is part of what the commit waits for). The WAL
+    is emptied first; `operations` stay under the automatic checkpoint (1,000 frames)."""
+    with closing(sqlite3.connect(path)) as conn:
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        wal = Path(f"{path}-wal")
+        before = wal.stat().st_size if wal.exists() else 0
+        for _ in range(operations):
+            operation()
+        return (wal.stat().st_size - before) / (page + 24) / operations  # a frame's header
 
 
 # --- HTTP -------------------------------------------------------------------------------
@@ -486,6 +504,13 @@ def main(argv: list[str] | None = None) -> int:
                     args.rounds,
                 )
             )
+            pages = {
+                side.name: pages_written(workdir / name, side.operation)
+                for side, name in (
+                    (in_process[0], "raw.db"),
+                    (in_process[1], "treasury-inprocess.db"),
+                )
+            }
             if args.profile:
                 profile(workdir, in_process, args)
 
@@ -503,6 +528,10 @@ def main(argv: list[str] | None = None) -> int:
         f" the key costs {1 - keyed_ratio / unkeyed_ratio:.0%} of keyless throughput"
     )
     print(f"extra: raw insert with its number from MAX(number)+1: {counter_ratio:.2f} of raw")
+    print(
+        "extra: pages a commit writes (WAL frames per operation, in-process): "
+        + ", ".join(f"{name} {count:.2f}" for name, count in pages.items())
+    )
     print(f"ratio http: {http_ratio:.2f} (goal >= {GOAL}) {verdict(http_ratio, GOAL)}")
     print(f"ratio in-process: {keyed_ratio:.2f} (goal >= {GOAL}) {verdict(keyed_ratio, GOAL)}")
     if args.writers:

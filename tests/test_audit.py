@@ -11,8 +11,11 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import given
+from hypothesis import strategies as st
 
 from treasury import Treasury
+from treasury._infra import audit
 from treasury.cli import main
 from treasury.http import create_app
 from treasury.testing.server import serve
@@ -144,3 +147,48 @@ def test_concurrent_requests_keep_one_unbroken_chain(treasury: Treasury) -> None
                 )
             ]
         assert seqs == list(range(1, 2 + writers // 2 * each + 1))
+
+
+EVENT_TEXT = st.one_of(st.none(), st.text(), st.just('"prevHash":""'), st.just('\\"'))
+
+
+@given(
+    fields=st.fixed_dictionaries(
+        {
+            "id": st.text(),
+            "at": st.text(),
+            "actor": st.fixed_dictionaries({"apiKeyId": st.text(), "userId": EVENT_TEXT}),
+            "operation": st.text(),
+            "objectType": st.text(),
+            "objectId": EVENT_TEXT,
+            "status": st.integers(),
+            "requestId": EVENT_TEXT,
+        }
+    ),
+    previous=st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
+)
+def test_the_database_hashes_what_verify_hashes(fields: dict[str, Any], previous: str) -> None:
+    """The text the database hashes (the canonical JSON spelled around the previous
+    hash) is the canonical JSON `verify` hashes, whatever the fields hold."""
+    before, after = audit._around_previous(fields)
+    assert before + previous + after == audit.canonical_text({**fields, "prevHash": previous})
+
+
+def test_events_of_any_text_verify(treasury: Treasury) -> None:
+    """Names and ids with quotes, backslashes and characters beyond ASCII hash alike in
+    the database and in `verify` (UTF-8 on both sides)."""
+    tenant = make_tenant(treasury, 'Zoë "Ltd" \\ 東京', 'user "ü" \\ 💸')
+    tenant.org.recipients.create(address=address(), label="R", idempotency_key="zoë-1")
+    with treasury.storage.transaction() as tx:  # an admin action names its own object
+        audit.append(
+            tx,
+            treasury._runtime,
+            tenant.org.id,
+            actor=audit.Actor("key_x", 'user "ü" \\ 💸'),
+            operation="recipients.create",
+            object_type="recipient",
+            object_id='"prevHash":""',
+            status=201,
+            request_id='req ü 💸 \\"',
+        )
+    assert treasury.verify_audit_log() == (4, None)

@@ -13,7 +13,7 @@ from .helpers import address
 
 #: Migrations today's code writes on every change it makes (the audit log, the keys'
 #: scopes), whatever the rest of the schema: an "earlier version" here has them too.
-ALWAYS = (15,)
+ALWAYS = (15, 17)
 
 
 def earlier(migrations: list[tuple[int, str, list[str]]]) -> list[tuple[int, str, list[str]]]:

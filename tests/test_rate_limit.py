@@ -5,6 +5,9 @@ valid key."""
 from __future__ import annotations
 
 import secrets
+import socket
+import threading
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -18,6 +21,7 @@ from treasury.testing.server import serve
 from .conftest import MASTER_KEY, make_tenant, require_redis
 
 REDIS_DB = 12  # a database of its own, emptied before and after each test
+OWN_CONNECTIONS_DB = 14  # the tests of the limiter's connections: a database of their own
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -111,3 +115,168 @@ def test_the_public_artifacts_are_exempt(server):
     _, url = server
     with httpx.Client(base_url=url) as c:
         assert {c.get("/v1/yield/artifacts").status_code for _ in range(130)} == {200}
+
+
+# The limiter's own connections to Redis: the script flushed, a connection killed, Redis
+# gone, many threads at once. Its connections carry a name, so that the server lists them.
+
+LIMITER = "treasury-limiter"
+
+
+@pytest.fixture
+def redis_db() -> Iterator[tuple[str, object]]:
+    """The URL of the limiter (its connections named `LIMITER`) and a client of our own."""
+    redis = pytest.importorskip("redis")
+    url = require_redis().rsplit("/", 1)[0] + f"/{OWN_CONNECTIONS_DB}"
+    admin = redis.Redis.from_url(url)
+    admin.flushdb()
+    yield f"{url}?client_name={LIMITER}", admin
+    admin.flushdb()
+    admin.close()
+
+
+def limiter_connections(admin) -> list[str]:
+    """The ids of the limiter's connections open at the server."""
+    return [c["id"] for c in admin.client_list() if c["name"] == LIMITER]
+
+
+def test_a_flushed_script_is_sent_again(redis_db):
+    """Redis restarted or its scripts flushed: the hit is counted all the same, and the
+    script is back for the next ones."""
+    url, admin = redis_db
+    limiter = RateLimiter("3/1 minute", url)
+    assert limiter.hit_key("k").remaining == 2
+    admin.script_flush()
+    assert limiter.hit_key("k").remaining == 1
+    assert limiter.hit_key("k").remaining == 0
+    with pytest.raises(RateLimited):
+        limiter.hit_key("k")
+    assert admin.script_exists(limiter._script._sha) == [True]
+    limiter.close()
+
+
+def test_a_killed_connection_is_replaced(redis_db):
+    """The limiter's connection closed by the server between two hits (a restart, an idle
+    timeout, CLIENT KILL): the second hit is counted on a new connection."""
+    url, admin = redis_db
+    limiter = RateLimiter("3/1 minute", url)
+    assert limiter.hit_key("k").remaining == 2
+    (first,) = limiter_connections(admin)
+    admin.client_kill_filter(_id=first)
+    assert limiter.hit_key("k").remaining == 1
+    (second,) = limiter_connections(admin)
+    assert second != first
+    limiter.close()
+    assert limiter_connections(admin) == []
+
+
+class RelayToRedis:
+    """A TCP relay to Redis on a port of its own: `down` closes the port and every
+    connection through it (Redis gone, as a client sees it); `up` listens again."""
+
+    def __init__(self) -> None:
+        self.port, self._open = 0, []
+        self.up()
+
+    def up(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._serve, args=(self._listener,), daemon=True).start()
+
+    def down(self) -> None:
+        for s in [self._listener, *self._open]:
+            s.shutdown(socket.SHUT_RDWR)  # wakes the threads blocked on it
+            s.close()
+        self._open = []
+
+    def _serve(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:  # closed: down
+                return
+            upstream = socket.create_connection(("127.0.0.1", 6379))
+            self._open += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+
+
+def test_redis_gone_is_an_error_and_its_return_is_seen(redis_db):
+    """With Redis unreachable the hit raises redis' `ConnectionError` (a 500 over HTTP),
+    after one more try on a new connection; once Redis is back, hits count again."""
+    redis = pytest.importorskip("redis")
+    _, admin = redis_db
+    relay = RelayToRedis()
+    limiter = RateLimiter("3/1 minute", f"redis://127.0.0.1:{relay.port}/{OWN_CONNECTIONS_DB}")
+    assert limiter.hit_key("k").remaining == 2
+    relay.down()
+    with pytest.raises(redis.exceptions.ConnectionError, match="Connection refused"):
+        limiter.hit_key("k")  # its connection found closed, a new one refused
+    relay.up()
+    assert limiter.hit_key("k").remaining == 1
+    limiter.close()
+    relay.down()
+    assert admin.zcard("treasury:ratelimit:key:3/60:k") == 2
+
+
+def test_redis_down_answers_500(new_storage_url):
+    """No Redis at all: an authenticated request is a 500, never let through."""
+    pytest.importorskip("redis")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        nowhere = f"redis://127.0.0.1:{s.getsockname()[1]}/{OWN_CONNECTIONS_DB}"
+    t = Treasury.open(
+        new_storage_url("rl.db"), master_key=MASTER_KEY, chains={}, rate_limit_storage=nowhere
+    )
+    tenant = make_tenant(t)
+    with serve(create_app(t)) as url:
+        answer = httpx.get(url + "/v1/wallets", headers={"x-api-key": tenant.secret})
+    t.close()
+    assert answer.status_code == 500 and answer.json()["error"] == "Internal server error"
+
+
+def test_many_threads_count_exactly_and_share_few_connections(redis_db, new_storage_url):
+    """Hits from many threads at once are each counted once (every remaining count is
+    seen once); threads that come and go leave no connection behind, and closing the
+    treasury closes the limiter's."""
+    url, admin = redis_db
+    threads, hits, limit = 16, 50, 10_000
+    t = Treasury.open(
+        new_storage_url("rl.db"),
+        master_key=MASTER_KEY,
+        chains={},
+        rate_limit=f"{limit}/1 hour",
+        rate_limit_storage=url,
+    )
+    start = threading.Barrier(threads)
+    seen: list[int] = []
+
+    def hammer() -> None:
+        start.wait()
+        seen.extend(t.rate_limiter.hit_key("k").remaining for _ in range(hits))
+
+    workers = [threading.Thread(target=hammer) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert sorted(seen) == list(range(limit - threads * hits, limit))
+    assert admin.zcard(f"treasury:ratelimit:key:{limit}/3600:k") == threads * hits
+    opened = len(limiter_connections(admin))
+    assert 1 <= opened <= threads
+
+    for _ in range(20):  # a thread per request, as a threaded server starts them
+        one = threading.Thread(target=t.rate_limiter.hit_address, args=("1.2.3.4",))
+        one.start()
+        one.join()
+    assert len(limiter_connections(admin)) == opened
+    t.close()
+    assert limiter_connections(admin) == []

@@ -428,6 +428,7 @@ class Treasury:
     def close(self) -> None:
         self._runtime.chains.close()
         self._runtime.storage.close()
+        self.rate_limiter.close()
 
     def __enter__(self) -> Self:
         return self

@@ -15,9 +15,11 @@ How a call is recorded (the organization's handle runs every call through `run`)
 The chain: each event stores `prev_hash`, the hash of its organization's previous event
 (`GENESIS` for the first), and `hash`, the SHA-256 of its own canonical JSON (`canonical`:
 the event as listed, without `hash`). `audit_heads` holds each organization's last
-sequence number and hash; its row is the lock that serialises the appends of one
-organization (an upsert locks it in PostgreSQL; SQLite has one writer), and it shows a
-deleted last event.
+sequence number, its hash and the hash before it; its row is the lock that serialises
+the appends of one organization (an upsert locks it in PostgreSQL; SQLite has one
+writer), and it shows a deleted last event. The database advances the head and hashes
+the new event itself (`append`), so an append waits for no answer: on PostgreSQL it
+travels with the transaction's COMMIT.
 """
 
 from __future__ import annotations
@@ -71,8 +73,13 @@ class Call:
     object_id: str | None = None  # named by the call (a path parameter), if it names one
     #: Else its object's id, read from the call's result.
     identify: Callable[[Any], str | None] = lambda result: None
-    event_id: str | None = None  # once its event is appended
-    event_seq: int | None = None  # its number in the organization's chain
+    recorded_in: Transaction | None = None  # the transaction that appended its event
+
+    def recorded(self, tx: Transaction | None = None) -> bool:
+        """Whether its event is in the database (its transaction committed), or is
+        being appended in `tx`."""
+        last = self.recorded_in
+        return last is not None and (last.committed or last is tx)
 
 
 _current: ContextVar[Call | None] = ContextVar("treasury_audit_call", default=None)
@@ -95,7 +102,7 @@ def run(call: Call, action: Callable[[], T]) -> T:
         _current.reset(token)
         raise
     _current.reset(token)
-    if call.event_id is None:
+    if not call.recorded():  # nothing committed with its event (a replay, a read)
         with call.runtime.storage.transaction() as tx:
             _append_call(tx, call, call.object_id or call.identify(result), call.status)
     return result
@@ -121,14 +128,15 @@ def record(tx: Transaction, result: Any = None) -> None:
     (its last statement; `result`: what the call will answer, when it names the object);
     nothing outside a call, or once its event is appended."""
     call = _current.get()
-    if call is None or call.event_id is not None:
+    if call is None or call.recorded(tx):
         return
     named = call.object_id or (None if result is None else call.identify(result))
     _append_call(tx, call, named, call.status)
 
 
 def _append_call(tx: Transaction, call: Call, object_id: str | None, status: int) -> None:
-    call.event_id, call.event_seq = append(
+    call.recorded_in = tx
+    append(
         tx,
         call.runtime,
         call.org_id,
@@ -145,14 +153,10 @@ def _refused(call: Call, error: Exception) -> None:
     """Record a refused call in its own transaction, unless its event committed before
     the refusal (a change made, then a failure after it). Never hides `error`."""
     status = error.status if isinstance(error, TreasuryError) else 500
-    storage = call.runtime.storage
+    if call.recorded():
+        return
     try:
-        if call.event_id is not None and storage.read_one(
-            "SELECT 1 AS found FROM audit_events WHERE org_id = ? AND seq = ? AND id = ?",
-            (call.org_id, call.event_seq, call.event_id),
-        ):
-            return
-        with storage.transaction() as tx:
+        with call.runtime.storage.transaction() as tx:
             _append_call(tx, call, None, status)
     except Exception:
         log.exception("could not record the refused call %s", call.operation)
@@ -169,48 +173,69 @@ def append(
     object_id: str | None,
     status: int,
     request_id: str | None = None,
-) -> tuple[str, int]:
-    """Append one event to `org_id`'s chain in `tx`; its id and number. Holds the organization's
-    head (locked in PostgreSQL) until `tx` ends: make it the transaction's last write."""
-    head = tx.one(
-        "INSERT INTO audit_heads (org_id, seq, hash) VALUES (?, 1, ?)"
-        " ON CONFLICT (org_id) DO UPDATE SET seq = audit_heads.seq + 1 RETURNING seq, hash",
-        (org_id, GENESIS),
+) -> str:
+    """Append one event to `org_id`'s chain in `tx`; its id. Two writes whose answers
+    nobody reads (sent with the commit where the backend can): the head advances, its
+    new hash computed by the database from the previous one (`sha256_hex` of the event's
+    canonical JSON, spelled around its ``prevHash``), then the event is copied from it.
+    Holds the organization's head (locked in PostgreSQL) until `tx` ends: make it the
+    transaction's last write."""
+    event_id = "aud_" + secrets.token_hex(12)
+    at = runtime.now_text()
+    before, after = _around_previous(
+        {
+            "id": event_id,
+            "at": at,
+            "actor": actor.as_json(),
+            "operation": operation,
+            "objectType": object_type,
+            "objectId": object_id,
+            "status": status,
+            "requestId": request_id,
+        }
     )
-    assert head is not None
-    event = {
-        "id": "aud_" + secrets.token_hex(12),
-        "at": runtime.now_text(),
-        "actor": actor.as_json(),
-        "operation": operation,
-        "objectType": object_type,
-        "objectId": object_id,
-        "status": status,
-        "requestId": request_id,
-        "prevHash": head["hash"],
-    }
-    digest = hash_of(event)
-    tx.send(  # with the commit, where the backend can (no answer is read)
-        "INSERT INTO audit_events (org_id, seq, id, at, actor, operation, object_type,"
-        " object_id, status, request_id, prev_hash, hash)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    first = hashlib.sha256((before + GENESIS + after).encode()).hexdigest()
+    tx.send(_ADVANCE_HEAD, (org_id, GENESIS, first, before, after))
+    tx.send(
+        _COPY_EVENT,
         (
-            org_id,
-            head["seq"],
-            event["id"],
-            event["at"],
-            json.dumps(event["actor"], sort_keys=True, separators=(",", ":")),
+            event_id,
+            at,
+            json.dumps(actor.as_json(), sort_keys=True, separators=(",", ":")),
             operation,
             object_type,
             object_id,
             status,
             request_id,
-            head["hash"],
-            digest,
+            org_id,
         ),
     )
-    tx.send("UPDATE audit_heads SET hash = ? WHERE org_id = ?", (digest, org_id))
-    return str(event["id"]), int(head["seq"])
+    return event_id
+
+
+#: The organization's head moves to the next event: number, previous hash and hash.
+_ADVANCE_HEAD = (
+    "INSERT INTO audit_heads (org_id, seq, prev_hash, hash) VALUES (?, 1, ?, ?)"
+    " ON CONFLICT (org_id) DO UPDATE SET seq = audit_heads.seq + 1,"
+    " prev_hash = audit_heads.hash, hash = sha256_hex(? || audit_heads.hash || ?)"
+)
+#: The event, numbered and chained as its head now says.
+_COPY_EVENT = (
+    "INSERT INTO audit_events (org_id, seq, id, at, actor, operation, object_type,"
+    " object_id, status, request_id, prev_hash, hash)"
+    " SELECT org_id, seq, ?, ?, ?, ?, ?, ?, ?, ?, prev_hash, hash FROM audit_heads"
+    " WHERE org_id = ?"
+)
+_PREVIOUS = '"prevHash":""'
+
+
+def _around_previous(event: dict[str, Any]) -> tuple[str, str]:
+    """An event's canonical JSON before and after its previous hash's value (the text
+    between the quotes of ``"prevHash":"…"``). A value cannot hold ``"prevHash":""``
+    unescaped, so the split is at the field itself."""
+    before, found, after = canonical_text({**event, "prevHash": ""}).partition(_PREVIOUS)
+    assert found
+    return before + _PREVIOUS[:-1], _PREVIOUS[-1] + after
 
 
 def event_of(row: Row) -> dict[str, Any]:
@@ -229,10 +254,15 @@ def event_of(row: Row) -> dict[str, Any]:
     }
 
 
-def canonical(event: dict[str, Any]) -> bytes:
-    """An event's canonical JSON: every field but `hash`, keys sorted, no spaces, UTF-8."""
+def canonical_text(event: dict[str, Any]) -> str:
+    """An event's canonical JSON: every field but `hash`, keys sorted, no spaces."""
     fields = {key: value for key, value in event.items() if key != "hash"}
-    return json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical(event: dict[str, Any]) -> bytes:
+    """`canonical_text` in UTF-8: what an event's hash is the SHA-256 of."""
+    return canonical_text(event).encode()
 
 
 def hash_of(event: dict[str, Any]) -> str:

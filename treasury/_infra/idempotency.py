@@ -10,8 +10,9 @@ Two shapes:
 
 * `run` — every effect of the operation is in the database. The operation runs and its
   outcome is stored under the key in one storage transaction. If the key already holds a
-  live outcome, the insert finds it, the transaction rolls back (the operation's writes
-  with it) and the stored outcome is replayed. One extra statement on the common path.
+  live outcome, the insert fails on it, the transaction rolls back (the operation's
+  writes with it) and the stored outcome is replayed. Two extra statements on the common
+  path, whose answers are not awaited (on PostgreSQL they go with the COMMIT).
 * `run_in_two_phases` — the operation has an effect outside the database (a provider
   registration, a broadcast). Its `Upstream` steps run so: **claim** (write-ahead rows and
   the key, state ``in_flight``, committed together), **perform** (the upstream call,
@@ -36,7 +37,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
-from ..backends.storage.base import Row, Storage, Transaction
+from ..backends.storage.base import DuplicateKey, Row, Storage, Transaction
 from ..errors import (
     IdempotencyInFlight,
     IdempotencyKeyReused,
@@ -121,12 +122,12 @@ def run(
     try:
         with storage.transaction() as tx:
             result = write(tx)
-            if not hold.insert(tx, "done", body=result.model_dump_json(), sealed=_secret(result)):
-                raise _Taken()  # rolls the operation back
+            hold.send_done(tx, result.model_dump_json(), _secret(result))
             audit.record(tx, result)
         return result
-    except _Taken:
-        pass
+    except DuplicateKey as error:
+        if error.table != "idempotency_keys":
+            raise
     except TreasuryError as error:
         if not stored(error) or hold.keep_error(storage, error):
             raise
@@ -308,6 +309,29 @@ class _KeyHold:
                     to_text(self.now + KEY_TTL),
                 ),
             )
+        )
+
+    def send_done(self, tx: Transaction, body: str, sealed: bool) -> None:
+        """Hold the key with its outcome, the answer unread (`Transaction.send`: on
+        PostgreSQL it goes with the COMMIT): a finished, expired holder is taken over;
+        a live one fails the transaction with `DuplicateKey` on ``idempotency_keys``,
+        which rolls the operation back, at the latest when it commits."""
+        tx.send(
+            "DELETE FROM idempotency_keys WHERE org_id = ? AND key = ? AND state = 'done'"
+            " AND expires_at <= ?",
+            (self.org_id, self.key, to_text(self.now)),
+        )
+        tx.send(
+            "INSERT INTO idempotency_keys (org_id, key, fingerprint, state, body, outcome,"
+            " created_at, expires_at) VALUES (?, ?, ?, 'done', ?, ?, ?, ?)",
+            (
+                self.org_id,
+                self.key,
+                self.print,
+                *_kept(self.runtime, body, sealed),
+                to_text(self.now),
+                to_text(self.now + KEY_TTL),
+            ),
         )
 
     def keep_error(self, storage: Storage, error: TreasuryError) -> bool:

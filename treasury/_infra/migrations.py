@@ -568,4 +568,20 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 WHERE approval_status IN ('awaiting', 'approved')""",
         ],
     ),
+    (
+        17,
+        "the audit chain advanced in SQL: heads keep the previous hash, in their key's"
+        " B-tree; sha256_hex",
+        [  # SQLite: a table and its key's index were two pages written by every append
+            """CREATE TABLE audit_heads_v17 (
+                org_id TEXT PRIMARY KEY REFERENCES organizations(id),
+                seq BIGINT NOT NULL,
+                prev_hash TEXT,
+                hash TEXT NOT NULL){clustered}""",
+            "INSERT INTO audit_heads_v17 (org_id, seq, hash) SELECT org_id, seq, hash FROM audit_heads",
+            "DROP TABLE audit_heads",
+            "ALTER TABLE audit_heads_v17 RENAME TO audit_heads",
+            "{define_sha256_hex}",
+        ],
+    ),
 ]

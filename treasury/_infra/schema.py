@@ -26,7 +26,8 @@ def migrate(storage: Storage, *, now: str) -> int:
                 version = number
                 continue
             for statement in statements:
-                tx.execute(statement.format(**storage.types))
+                if sql := statement.format(**storage.types):  # "": nothing on this backend
+                    tx.execute(sql)
             tx.execute(
                 "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)",
                 (number, description, now),

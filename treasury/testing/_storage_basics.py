@@ -3,6 +3,7 @@ rollback, savepoints, unique violations, values and rows."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -26,11 +27,21 @@ class StorageBasics(StorageBase):
     # -- the interface ----------------------------------------------------------------
 
     def test_types_and_key_file(self, storage: Storage) -> None:
-        assert {"pk", "blob", "clustered", "sortable_text"} <= set(storage.types)
+        spellings = {"pk", "blob", "clustered", "sortable_text", "define_sha256_hex"}
+        assert spellings <= set(storage.types)
         assert all(isinstance(v, str) for v in storage.types.values())
-        # every spelling but {clustered} (a table option some dialects have none of) is a type
-        assert all(v for k, v in storage.types.items() if k != "clustered")
+        # every spelling is a type, but {clustered} (a table option some dialects have
+        # none of) and {define_sha256_hex} (empty where each connection defines it)
+        optional = {"clustered", "define_sha256_hex"}
+        assert all(v for k, v in storage.types.items() if k not in optional)
         assert storage.key_file is None or isinstance(storage.key_file, Path)
+
+    def test_sha256_hex_is_the_sha256_of_the_utf8_text(self, storage: Storage) -> None:
+        text = 'a "quoted" \\ Zoë 東京 💸'
+        migrate(storage, now=NOW)  # defines it where a migration does
+        with storage.transaction() as tx:
+            row = tx.one("SELECT sha256_hex(?) AS digest", (text,))
+        assert row == {"digest": hashlib.sha256(text.encode()).hexdigest()}
 
     # -- migrations -------------------------------------------------------------------
 

@@ -40,7 +40,12 @@ _LITERAL_OR_MARK = re.compile(r"'(?:[^']|'')*'|[?%]")
 
 
 class DuplicateKey(Exception):
-    """A unique constraint was violated; backends translate their driver's error to this."""
+    """A unique constraint was violated; backends translate their driver's error to this,
+    naming the table whose constraint it was (`table`) when the driver says."""
+
+    def __init__(self, message: str, table: str | None = None) -> None:
+        super().__init__(message)
+        self.table = table
 
 
 @functools.lru_cache(maxsize=1024)
@@ -65,6 +70,9 @@ class Transaction(ABC):
     #: LIMIT ?{skip_locked})``): ``" FOR UPDATE SKIP LOCKED"`` where writers run at once,
     #: so concurrent claimers take different rows; empty where they run one at a time.
     skip_locked: ClassVar[str] = ""
+    #: Set once the outermost transaction committed (`ThreadTransactions` does): whether
+    #: what was written in it, nested blocks included, is in the database.
+    committed: bool = False
 
     def execute(self, sql: str, params: Params = ()) -> int:
         """Run a statement; return the number of rows it changed."""
@@ -120,7 +128,10 @@ class Storage(ABC):
     """A storage backend. Thread-safe: one instance serves every thread of a process."""
 
     #: Dialect spellings used by the library's migrations: ``pk``, ``blob``, ``clustered``,
-    #: ``sortable_text`` (see `treasury._infra.migrations`).
+    #: ``sortable_text``, and ``define_sha256_hex``: the statement that defines the SQL
+    #: function ``sha256_hex(text)`` (the lowercase hex SHA-256 of the text's UTF-8), or
+    #: ``""`` where the backend defines it on each connection (see
+    #: `treasury._infra.migrations`).
     types: ClassVar[Mapping[str, str]]
 
     @classmethod
@@ -182,6 +193,7 @@ class ThreadTransactions(Storage):
         if depth == 0:
             with self._outermost(self.begin_write) as tx:
                 yield tx
+            tx.committed = True
             return
         tx = self._local.tx
         name = f"sp{depth}"

@@ -118,7 +118,7 @@ class _Tx(Transaction):
         try:
             yield
         except psycopg.errors.UniqueViolation as error:
-            raise DuplicateKey(str(error)) from error
+            raise DuplicateKey(str(error), error.diag.table_name) from error
 
 
 class PostgresStorage(ThreadTransactions):
@@ -129,6 +129,9 @@ class PostgresStorage(ThreadTransactions):
         "blob": "BYTEA",
         "clustered": "",
         "sortable_text": 'TEXT COLLATE "C"',  # code-point order, as SQLite's BINARY
+        "define_sha256_hex": "CREATE OR REPLACE FUNCTION sha256_hex(value TEXT) RETURNS TEXT"
+        " LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE"
+        " AS $$ SELECT encode(sha256(convert_to(value, 'UTF8')), 'hex') $$",
     }
 
     def __init__(

@@ -14,6 +14,7 @@ files the same mode.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 import threading
@@ -61,7 +62,15 @@ class _Tx(Transaction):
 
 
 def _translate(error: sqlite3.IntegrityError) -> Exception:
-    return DuplicateKey(str(error)) if "UNIQUE" in str(error) else error
+    text = str(error)  # "UNIQUE constraint failed: table.column, ..."
+    if "UNIQUE" not in text:
+        return error
+    return DuplicateKey(text, text.partition(": ")[2].partition(".")[0] or None)
+
+
+def _sha256_hex(text: str) -> str:
+    """The SQL function ``sha256_hex`` (`Storage.types`), defined on every connection."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class SQLiteStorage(ThreadTransactions):
@@ -72,6 +81,7 @@ class SQLiteStorage(ThreadTransactions):
         "blob": "BLOB",
         "clustered": " WITHOUT ROWID",  # one B-tree, not a table and its key index
         "sortable_text": "TEXT",  # BINARY collation: code-point order
+        "define_sha256_hex": "",  # on each connection (`_connect`)
     }
 
     def __init__(self, path: str | Path = MEMORY, *, busy_timeout: float = 30.0):
@@ -113,6 +123,7 @@ class SQLiteStorage(ThreadTransactions):
             _enable_wal(conn, self._busy_timeout)
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
+        conn.create_function("sha256_hex", 1, _sha256_hex, deterministic=True)
         with self._registry_lock:
             self._all.append(conn)
         return conn
