@@ -218,3 +218,21 @@ def test_replay_under_another_prefix_in_a_host_app(treasury, tenant, base_url):
         direct = c.post("/v1/wallets", json={"label": "Mounted"})
     assert direct.status_code == 201 and direct.json() == first.json()
     assert tenant.org.wallets.list().count == 1
+
+
+def test_a_taken_key_replays_when_a_storage_does_not_name_the_table(treasury, tenant, monkeypatch):
+    """A storage plugin may raise `DuplicateKey` without its table: a key already held is
+    still replayed, and the operation's own duplicate is still its own error. (SQLite's
+    translation is replaced by one that names no table, as such a plugin's would.)"""
+    from treasury.backends.storage import sqlite
+    from treasury.backends.storage.base import DuplicateKey
+    from treasury.errors import Conflict
+
+    if not isinstance(treasury.storage, sqlite.SQLiteStorage):
+        pytest.skip("replaces SQLite's translation of its driver's error")
+    monkeypatch.setattr(sqlite, "_translate", lambda error: DuplicateKey(str(error)))
+    first = tenant.org.recipients.create(address=address(), label="A", idempotency_key="k-1")
+    again = tenant.org.recipients.create(address=first.address, label="A", idempotency_key="k-1")
+    assert again == first and again.replayed
+    with pytest.raises(Conflict):  # the address, saved under another key
+        tenant.org.recipients.create(address=first.address, label="B", idempotency_key="k-2")

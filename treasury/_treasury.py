@@ -15,12 +15,13 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast
 
 from ._infra import audit, plugins
 from ._infra.chains import ChainRegistry, ChainSpec
 from ._infra.clock import Clock, system_clock
 from ._infra.crypto import CUSTODY_KEYS, SecretBox, resolve_master_key
+from ._infra.group import Group
 from ._infra.idempotency import purge_expired_keys
 from ._infra.jobs import BackgroundWorker, Job, RunSummary, run_pass
 from ._infra.ratelimit import Quota, RateLimiter
@@ -80,57 +81,74 @@ JOBS: tuple[Job, ...] = (
 )
 
 
-G = TypeVar("G")
+G = TypeVar("G", bound=Group)
 T = TypeVar("T")
 
 
 class _Group(Generic[G]):
-    """A resource group of the handle, made on first use (most requests use one), its
-    public methods guarded by the handle (`_guard`)."""
+    """A resource group of the handle, made on first use (most requests use one): an
+    instance of its class as the handle guards it (`_guarded_class`, made once)."""
 
-    def __init__(self, make: Callable[[Scope], G]) -> None:
-        self._make = make
+    def __init__(self, group: type[G]) -> None:
+        self._group = group
+        self._guarded: type[G] | None = None
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._name = name
 
     def __get__(self, handle: OrganizationHandle, owner: type | None = None) -> G:
-        group = handle.__dict__[self._name] = self._make(handle.scope)
-        for method in _public_methods(type(group)):
-            setattr(group, method, _guard(group, self._name, method, handle))
+        guarded = self._guarded
+        if guarded is None:
+            guarded = self._guarded = _guarded_class(self._group, self._name)
+        group = guarded(handle.scope)
+        group._handle = handle  # type: ignore[attr-defined]  # the guarded class's slot
+        handle.__dict__[self._name] = group
         return group
 
 
-def _guard(group: object, name: str, method: str, handle: OrganizationHandle) -> Any:
-    """`group.method` as the handle gives it out (an attribute of the instance, over the
-    class's method): a method of the table of operations runs through
-    `OrganizationHandle.run`; another public method needs the ``admin`` scope."""
+def _guarded_class(group: type[G], name: str) -> type[G]:
+    """A subclass of `group` whose public methods the instance's handle guards (`_guard`),
+    each with its method's name, docstring and signature; the handle in its `_handle`."""
+    namespace: dict[str, Any] = {
+        method: _guard(group, name, method) for method in _public_methods(group)
+    }
+    namespace.update(
+        __slots__=("_handle",),
+        __module__=group.__module__,
+        __qualname__=group.__qualname__,
+        __doc__=group.__doc__,
+    )
+    return cast("type[G]", type(group.__name__, (group,), namespace))
+
+
+def _guard(group: type, name: str, method: str) -> Callable[..., Any]:
+    """`group.method` as the handle gives it out: a method of the table of operations runs
+    through `OrganizationHandle.run`; another public method needs the ``admin`` scope.
+    The method is read from `group` at each call (a patched method is still guarded)."""
     operation = _controls().get((name, method))
 
-    @functools.wraps(getattr(group, method))
-    def guarded(*args: Any, **kwargs: Any) -> Any:
-        bound = getattr(type(group), method).__get__(group)
-        if operation is None:
-            handle.require("admin")
-            return bound(*args, **kwargs)
-        return handle.run(operation, lambda: bound(*args, **kwargs), path=args)
+    if operation is None:
 
-    return guarded
+        def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+            self._handle.require("admin")
+            return getattr(group, method)(self, *args, **kwargs)
 
+    else:
 
-_PUBLIC_METHODS: dict[type, tuple[str, ...]] = {}
+        def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+            action = getattr(group, method)
+            return self._handle.run(operation, lambda: action(self, *args, **kwargs), path=args)
+
+    return functools.wraps(getattr(group, method))(guarded)
 
 
 def _public_methods(group: type) -> tuple[str, ...]:
-    """The public methods of a group's class (found once per class)."""
-    found = _PUBLIC_METHODS.get(group)
-    if found is None:
-        found = _PUBLIC_METHODS[group] = tuple(
-            name
-            for name in dir(group)
-            if not name.startswith("_") and inspect.isfunction(getattr(group, name))
-        )
-    return found
+    """The public methods of a group's class."""
+    return tuple(
+        name
+        for name in dir(group)
+        if not name.startswith("_") and inspect.isfunction(getattr(group, name))
+    )
 
 
 @functools.cache
@@ -147,6 +165,16 @@ def _controls() -> dict[tuple[str, ...], Operation[Any]]:
         if operation.chunks_path is not None:
             found.setdefault(operation.chunks_path, operation)
     return found
+
+
+#: `grants`, remembered for each held scopes and required scope (a handle's are a tuple).
+_grants = functools.lru_cache(maxsize=256)(grants)
+
+
+@functools.lru_cache(maxsize=256)
+def _scopes(stored: str) -> tuple[str, ...]:
+    """A key's scopes from their stored JSON text (a few distinct texts, each read once)."""
+    return tuple(json.loads(stored))
 
 
 class OrganizationHandle:
@@ -183,7 +211,7 @@ class OrganizationHandle:
 
     def require(self, scope: str | None) -> None:
         """Nothing if the key's scopes grant `scope`, else the 403 naming it."""
-        if scope is not None and not grants(self.scopes, scope):
+        if scope is not None and not _grants(self.scopes, scope):
             raise Forbidden(required_scope=scope)
 
     def run(
@@ -205,8 +233,6 @@ class OrganizationHandle:
         if audit.running():  # within a request (HTTP): part of its call
             self.require(operation.scope)
             return audit.within(action)
-        from .operations import object_id_of
-
         call = audit.Call(
             runtime=self.scope.runtime,
             org_id=self.id,
@@ -217,8 +243,8 @@ class OrganizationHandle:
             object_type=operation.object_type,
             status=operation.status,
             request_id=request_id,
-            object_id=object_id_of(operation, path),
-            identify=lambda result: object_id_of(operation, (), result),
+            object_id=operation.object_id(path),
+            identify=lambda result: operation.object_id((), result),
         )
 
         def checked() -> T:
@@ -316,7 +342,7 @@ class Treasury:
         """The organization a key belongs to; 401-type errors exactly as the specification."""
         key = self.admin.verified(secret)
         scope = Scope(self._runtime, key["org_id"], key["user_id"], key["id"])
-        return OrganizationHandle(scope, key["id"], json.loads(key["scopes"]))
+        return OrganizationHandle(scope, key["id"], _scopes(key["scopes"]))
 
     def authenticate(self, secret: str | None, *, client: str = "unknown") -> OrganizationHandle:
         """`for_api_key` plus one request counted (HTTP use): against the key, whose

@@ -222,6 +222,44 @@ class Operation(Generic[R]):
         group = self.name.partition(".")[0]
         return group.removesuffix("s")
 
+    @functools.cached_property
+    def object_param(self) -> tuple[str, int] | None:
+        """The parameter of its path that names its object (the first but a chain id),
+        and its place among the path's parameters; None without one."""
+        params = enumerate(self.path_params)
+        return next(((param.name, at) for at, param in params if not param.chain), None)
+
+    @functools.cached_property
+    def object_key(self) -> str:
+        """The field of its group's objects that identifies one (``id`` but where a path
+        of the group names another: a wallet's ``address``, a transaction's ``hash``)."""
+        return _object_keys().get(self.name.partition(".")[0], "id")
+
+    def object_id(self, path: Sequence[Any] | Mapping[str, Any], result: Any = None) -> str | None:
+        """The id of the object a call acts on, for its audit event: its `object_param`
+        from `path` (the call's values, in order or by name), else its `object_key` read
+        from `result` (a new wallet's ``address``, a new recipient's ``id``), also in a
+        model the result holds."""
+        named = self.object_param
+        if named is not None:
+            name, index = named
+            if isinstance(path, Mapping):
+                value = path.get(name)
+            else:
+                value = path[index] if len(path) > index else None
+            if value is not None:
+                return str(value)
+        if result is None:
+            return None
+        key = self.object_key
+        found = getattr(result, key, None)  # the result itself first, else a model it holds
+        if found is None:
+            holders = (v for v in vars(result).values() if isinstance(v, BaseModel))
+            found = next(
+                (getattr(h, key) for h in holders if getattr(h, key, None) is not None), None
+            )
+        return None if found is None else str(found)
+
     @property
     def method_path(self) -> tuple[str, ...]:
         """The attributes its method is reached by from its root (``("transfers",
@@ -304,30 +342,6 @@ def invoke(
     if chunked and operation.chunks is not None:
         return operation.chunks(cast(Handle, root))(*args, **kwargs)
     return operation.handler(root)(*args, **kwargs)
-
-
-def object_id_of(
-    operation: Operation[Any], path: Sequence[Any] | Mapping[str, Any], result: Any = None
-) -> str | None:
-    """The id of the object a call of `operation` acts on, for its audit event: its path's
-    object parameter (the first but a chain id) from `path` (the call's values, in order
-    or by name), else that of its group's other paths read from `result` (a new wallet's
-    ``address``, a new recipient's ``id``), also in a model the result holds."""
-    params = [param.name for param in operation.path_params if not param.chain]
-    if params:
-        index = [param.name for param in operation.path_params].index(params[0])
-        if isinstance(path, Mapping):
-            value = path.get(params[0])
-        else:
-            value = path[index] if len(path) > index else None
-        if value is not None:
-            return str(value)
-    if result is None:
-        return None
-    key = _object_keys().get(operation.name.partition(".")[0], "id")
-    holders = [result, *(v for v in vars(result).values() if isinstance(v, BaseModel))]
-    found = next((getattr(h, key) for h in holders if getattr(h, key, None) is not None), None)
-    return None if found is None else str(found)
 
 
 @functools.cache

@@ -125,8 +125,8 @@ def run(
             hold.send_done(tx, result.model_dump_json(), _secret(result))
             audit.record(tx, result)
         return result
-    except DuplicateKey as error:
-        if error.table != "idempotency_keys":
+    except DuplicateKey as error:  # the key's, or the operation's own (not stored)
+        if error.table != "idempotency_keys" and (error.table or not hold.held(storage)):
             raise
     except TreasuryError as error:
         if not stored(error) or hold.keep_error(storage, error):

@@ -155,7 +155,8 @@ class Replayable(Resource):
     @property
     def replayed(self) -> bool:
         """True when an Idempotency-Key replayed this result instead of running again."""
-        return self._replayed
+        private = self.__pydantic_private__  # `self._replayed` takes pydantic's slow path
+        return bool(private is not None and private.get("_replayed", False))
 
     def mark_replayed(self) -> None:
         self._replayed = True

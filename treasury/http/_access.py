@@ -5,8 +5,8 @@ never a key or a secret."""
 from __future__ import annotations
 
 import logging
+import secrets
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -27,7 +27,8 @@ def request_id(environ: dict[str, Any]) -> tuple[str, bool]:
 
 
 def new_request_id() -> str:
-    return uuid.uuid4().hex[:16]
+    """16 random hexadecimal digits."""
+    return secrets.token_hex(8)
 
 
 class AccessLog:
@@ -42,16 +43,17 @@ class AccessLog:
 
         def respond(status: str, headers: list[tuple[str, str]], *args: Any) -> Any:
             headers.append(("X-Request-Id", request_id))
-            elapsed = (time.perf_counter() - started) * 1000
-            path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
-            log.info(
-                "%s %s %s %.1f ms %s",
-                environ.get("REQUEST_METHOD", "-"),
-                _printable(path),
-                status.split(" ", 1)[0],
-                elapsed,
-                request_id,
-            )
+            if log.isEnabledFor(logging.INFO):  # its parts are made only to be logged
+                elapsed = (time.perf_counter() - started) * 1000
+                path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
+                log.info(
+                    "%s %s %s %.1f ms %s",
+                    environ.get("REQUEST_METHOD", "-"),
+                    _printable(path),
+                    status.split(" ", 1)[0],
+                    elapsed,
+                    request_id,
+                )
             return start_response(status, headers, *args)
 
         return self.app(environ, respond)
@@ -59,5 +61,7 @@ class AccessLog:
 
 def _printable(path: str) -> str:
     """The path as one safe log token: control characters and spaces escaped, bounded."""
-    shown = "".join(c if c.isprintable() and c != " " else f"%{ord(c):02X}" for c in path)
+    shown = path
+    if not path.isprintable() or " " in path:  # else (most paths) nothing to escape
+        shown = "".join(c if c.isprintable() and c != " " else f"%{ord(c):02X}" for c in path)
     return shown if len(shown) <= 200 else shown[:200] + "…"

@@ -140,8 +140,9 @@ def _aliased_path(url_prefix: str) -> Callable[[], Response | None]:
     prefix = url_prefix.rstrip("/")
 
     def refuse() -> Response | None:
-        raw = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI") or ""
-        sent = raw.split("?", 1)[0].split("#", 1)[0] or request.environ.get("PATH_INFO", "")
+        environ = request.environ
+        raw = environ.get("RAW_URI") or environ.get("REQUEST_URI") or ""
+        sent = raw.split("?", 1)[0].split("#", 1)[0] or environ.get("PATH_INFO", "")
         if "//" not in sent and "%2f" not in sent.lower():
             return None
         path = re.sub("/+", "/", sent.replace("%2F", "/").replace("%2f", "/"))
@@ -185,9 +186,10 @@ def _guarded(view: Callable[..., Response]) -> Callable[..., Response]:
 
 def _view(treasury: Treasury, operations: Sequence[Operation[Any]]) -> Callable[..., Response]:
     max_body = treasury.settings.max_body_bytes
+    only = operations[0] if len(operations) == 1 else None  # else the query selects one
 
     def view(**params: Any) -> Response:
-        operation = selected(operations, request.args)
+        operation = only if only is not None else selected(operations, request.args)
         if operation.public:
             return _answer(operation, treasury, params)
         org = treasury.authenticate(request.headers.get("x-api-key"), client=_client())
@@ -215,7 +217,7 @@ def _view(treasury: Treasury, operations: Sequence[Operation[Any]]) -> Callable[
             operation,
             root,
             path=params,
-            query=request.args.to_dict(),
+            query=request.args.to_dict() if operation.query is not None else {},
             body=json_body(max_body) if operation.body is not None else None,
             headers={IDEMPOTENCY_HEADER: key} if key is not None else {},
             chunked=operation.chunks is not None,

@@ -27,9 +27,10 @@ _SPECIAL = re.compile(rb'[\[\]{}"\\]')
 
 def json_body(max_bytes: int) -> Any:
     """The parsed JSON body; {} when empty. 413 over the limit, 415 if not JSON."""
-    if request.content_length is not None and request.content_length > max_bytes:
+    length = request.content_length  # read once: each `request.` use goes through its proxy
+    if length is not None and length > max_bytes:
         raise PayloadTooLarge(f"Request body exceeds {max_bytes} bytes")
-    raw = _read_at_most(max_bytes)
+    raw = _read_at_most(max_bytes, length)
     if not raw.strip():
         return {}
     if request.mimetype != "application/json":
@@ -119,10 +120,9 @@ def _refuse(message: str, title: str | None = None, field: str = "") -> NoReturn
     raise ValidationError.fields([problem], title)
 
 
-def _read_at_most(max_bytes: int) -> bytes:
-    """The body: at once when its length is declared (and within the limit, checked
+def _read_at_most(max_bytes: int, length: int | None) -> bytes:
+    """The body: at once when its `length` is declared (and within the limit, checked
     before), else in chunks (chunked uploads), 413 past the limit."""
-    length = request.content_length
     if length is not None:  # straight from the server's stream: no wrapper to build
         return request.environ["wsgi.input"].read(length)  # type: ignore[no-any-return]
     parts, size = [], 0
