@@ -268,3 +268,22 @@ def test_numbered_placeholders():
     assert _numbered("SELECT '100%%', %s FROM t WHERE s LIKE '%%s' AND n = %s") == (
         "SELECT '100%', $1 FROM t WHERE s LIKE '%s' AND n = $2"
     )
+
+
+def test_prepare_off_sends_every_statement_as_text(schema_conninfo):
+    """``?prepare=off`` (a pooler in transaction mode): nothing is prepared, all answers."""
+    from treasury.backends.storage.postgresql import PostgresStorage
+
+    store = PostgresStorage.from_url(schema_conninfo + "&prepare=off")
+    try:
+        with store.transaction() as tx:
+            tx.execute("CREATE TABLE t (k TEXT PRIMARY KEY, n INTEGER, b BYTEA, s TEXT)")
+        for key in ("a", "b", "c"):
+            with store.transaction() as tx:
+                tx.execute(INSERT, (key, 1, b"", None))
+        assert keys(store) == ["a", "b", "c"]
+        assert prepared(store) == {}
+    finally:
+        store.close()
+    with pytest.raises(ValueError, match="prepare"):
+        PostgresStorage.from_url(schema_conninfo + "&prepare=maybe")

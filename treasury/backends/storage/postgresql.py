@@ -11,7 +11,9 @@ Each parameterised INSERT, UPDATE, DELETE, SELECT or WITH is parsed and planned 
 connection: the connection prepares it (``PREPARE treasury_N``) the first time it meets
 it, then sends ``EXECUTE treasury_N(values)`` (`_Prepared`). The connections' own
 automatic preparation (psycopg's ``prepare_threshold``) is off: its ``DEALLOCATE ALL``,
-sent after a rollback or DDL, would drop these statements unseen.
+sent after a rollback or DDL, would drop these statements unseen. Behind a pooler that
+hands each transaction another server session (PgBouncer's transaction mode), add
+``?prepare=off``: every statement then goes as text.
 
 Pool size with ``?pool_min=1&pool_max=10``; any other query parameter (``options``,
 ``sslmode``, ...) goes to libpq as is. Install with the ``postgres`` extra.
@@ -90,8 +92,9 @@ class _Tx(Transaction):
     paramstyle = "format"
     skip_locked = " FOR UPDATE SKIP LOCKED"
 
-    def __init__(self, conn: psycopg.Connection[Row]) -> None:
+    def __init__(self, conn: psycopg.Connection[Row], prepare: bool = True) -> None:
         self._conn = conn
+        self._prepare = prepare  # whether statements are prepared (`_name`)
         self._cursor = conn.cursor()  # one per transaction: its statements run one by one
         self._prepared = _Prepared.of(conn)
         self._queued: list[tuple[str, Params]] = []
@@ -148,6 +151,8 @@ class _Tx(Transaction):
         """The name under which the connection prepared `sql`; the first time, prepared
         now, in a message of its own (inside a savepoint within a transaction), so a
         statement that does not prepare fails nothing: None, and it goes as text."""
+        if not self._prepare:
+            return None
         prepared = self._prepared
         if sql in prepared:
             prepared.move_to_end(sql)
@@ -217,6 +222,9 @@ class _Tx(Transaction):
             raise DuplicateKey(str(error), error.diag.table_name) from error
 
 
+_SWITCH = {"on": True, "true": True, "1": True, "off": False, "false": False, "0": False}
+
+
 class PostgresStorage(ThreadTransactions):
     begin_write = "BEGIN ISOLATION LEVEL READ COMMITTED"
     begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
@@ -236,10 +244,14 @@ class PostgresStorage(ThreadTransactions):
         *,
         pool_min: int = 1,
         pool_max: int = 10,
+        prepare: bool = True,
         connection_class: type[psycopg.Connection[Any]] = psycopg.Connection,
     ) -> None:
-        """`connection_class`: the pool's connections' class (a subclass may observe them)."""
+        """`prepare`: whether statements are prepared once per connection (off behind a
+        transaction-mode pooler); `connection_class`: the pool's connections' class (a
+        subclass may observe them)."""
         self._conninfo = conninfo
+        self._prepare = prepare
         self._pool = ConnectionPool(
             conninfo,
             connection_class=connection_class,
@@ -254,18 +266,23 @@ class PostgresStorage(ThreadTransactions):
     def from_url(cls, url: str) -> Self:
         parts = urlsplit(url)
         query = dict(parse_qsl(parts.query))
-        sizes: dict[str, Any] = {
+        options: dict[str, Any] = {
             name: int(query.pop(name)) for name in ("pool_min", "pool_max") if name in query
         }
+        if "prepare" in query:
+            value = query.pop("prepare").lower()
+            if value not in _SWITCH:
+                raise ValueError(f"?prepare= takes on or off, not {value!r}")
+            options["prepare"] = _SWITCH[value]
         conninfo = urlunsplit(
             parts._replace(scheme="postgresql", query=urlencode(query, quote_via=quote))
         )
-        return cls(conninfo, **sizes)
+        return cls(conninfo, **options)
 
     @contextmanager
     def _outermost(self, begin: str) -> Iterator[Transaction]:
         with self._pool.connection() as conn:
-            tx = _Tx(conn)  # rows are dicts (dict_row)
+            tx = _Tx(conn, self._prepare)  # rows are dicts (dict_row)
             tx.queue(begin)
             self._local.tx, self._local.depth = tx, 1
             try:
@@ -280,7 +297,7 @@ class PostgresStorage(ThreadTransactions):
 
     def _one_alone(self, sql: str, params: Params) -> Row | None:
         with self._pool.connection() as conn:  # autocommit: the statement is its snapshot
-            return _Tx(conn).one(sql, params)
+            return _Tx(conn, self._prepare).one(sql, params)
 
     def close(self) -> None:
         self._pool.close()
