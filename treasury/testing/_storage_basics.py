@@ -96,6 +96,17 @@ class StorageBasics(StorageBase):
         assert self.keys(storage, table) == ["a", "b"]
         assert in_thread(lambda: self.keys(storage, table)) == ["a", "b"]
 
+    def test_a_transaction_says_whether_it_committed(self, storage: Storage, table: str) -> None:
+        with storage.transaction() as outer:
+            with storage.transaction() as inner:  # a savepoint: part of the outer one
+                self.insert(inner, table, "a")
+            assert not inner.committed and not outer.committed
+        assert outer.committed and inner.committed
+        with pytest.raises(Boom), storage.transaction() as failed:
+            self.insert(failed, table, "b")
+            raise Boom("abort")
+        assert not failed.committed
+
     def test_exception_rolls_back_everything(self, storage: Storage, table: str) -> None:
         with storage.transaction() as tx:
             self.insert(tx, table, "kept")

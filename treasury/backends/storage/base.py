@@ -70,7 +70,7 @@ class Transaction(ABC):
     #: LIMIT ?{skip_locked})``): ``" FOR UPDATE SKIP LOCKED"`` where writers run at once,
     #: so concurrent claimers take different rows; empty where they run one at a time.
     skip_locked: ClassVar[str] = ""
-    #: Set once the outermost transaction committed (`ThreadTransactions` does): whether
+    #: Set by `Storage.transaction` once the outermost transaction committed: whether
     #: what was written in it, nested blocks included, is in the database.
     committed: bool = False
 
@@ -141,7 +141,9 @@ class Storage(ABC):
 
     @abstractmethod
     def transaction(self) -> AbstractContextManager[Transaction]:
-        """A read-write transaction, committed on success and rolled back on error.
+        """A read-write transaction, committed on success and rolled back on error; once
+        the outermost one committed, its `Transaction.committed` is True (the audit log
+        reads it: an event whose transaction committed is not appended again).
 
         Re-entrant per thread: inside an open transaction it opens a savepoint, so an
         inner failure rolls back only the inner block.
