@@ -181,12 +181,12 @@ def append(
     Holds the organization's head (locked in PostgreSQL) until `tx` ends: make it the
     transaction's last write."""
     event_id = "aud_" + secrets.token_hex(12)
-    at = runtime.now_text()
+    at, who = runtime.now_text(), actor.as_json()
     before, after = _around_previous(
         {
             "id": event_id,
             "at": at,
-            "actor": actor.as_json(),
+            "actor": who,
             "operation": operation,
             "objectType": object_type,
             "objectId": object_id,
@@ -201,7 +201,7 @@ def append(
         (
             event_id,
             at,
-            json.dumps(actor.as_json(), sort_keys=True, separators=(",", ":")),
+            json.dumps(who, sort_keys=True, separators=(",", ":")),
             operation,
             object_type,
             object_id,

@@ -316,10 +316,11 @@ class _KeyHold:
         PostgreSQL it goes with the COMMIT): a finished, expired holder is taken over;
         a live one fails the transaction with `DuplicateKey` on ``idempotency_keys``,
         which rolls the operation back, at the latest when it commits."""
+        now = to_text(self.now)
         tx.send(
             "DELETE FROM idempotency_keys WHERE org_id = ? AND key = ? AND state = 'done'"
             " AND expires_at <= ?",
-            (self.org_id, self.key, to_text(self.now)),
+            (self.org_id, self.key, now),
         )
         tx.send(
             "INSERT INTO idempotency_keys (org_id, key, fingerprint, state, body, outcome,"
@@ -329,7 +330,7 @@ class _KeyHold:
                 self.key,
                 self.print,
                 *_kept(self.runtime, body, sealed),
-                to_text(self.now),
+                now,
                 to_text(self.now + KEY_TTL),
             ),
         )
