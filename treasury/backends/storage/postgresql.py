@@ -31,7 +31,7 @@ from typing import Any, Self
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
-from psycopg.pq import TransactionStatus
+from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -75,6 +75,15 @@ class _Prepared(OrderedDict[str, str | None]):
         return prepared
 
 
+def _binder(conn: psycopg.Connection[Any]) -> psycopg.ClientCursor[Any]:
+    """`conn`'s cursor that writes values into query text (`mogrify`), kept on it: a
+    cursor costs more to make than a message's values to write."""
+    binder: psycopg.ClientCursor[Any] | None = vars(conn).get("treasury_binder")
+    if binder is None:
+        binder = vars(conn)["treasury_binder"] = psycopg.ClientCursor(conn)
+    return binder
+
+
 def _numbered(sql: str) -> str:
     """`sql` (``%s`` paramstyle) as PREPARE takes it: ``$1``, ``$2``, … and a single ``%``."""
     numbers = itertools.count(1)
@@ -96,6 +105,7 @@ class _Tx(Transaction):
         self._conn = conn
         self._prepare = prepare  # whether statements are prepared (`_name`)
         self._cursor = conn.cursor()  # one per transaction: its statements run one by one
+        self._binder = _binder(conn)
         self._prepared = _Prepared.of(conn)
         self._queued: list[tuple[str, Params]] = []
         self.began = False  # whether a statement reached the server
@@ -106,7 +116,8 @@ class _Tx(Transaction):
 
     def _query(self, sql: str, params: Params) -> list[Row]:
         cursor = self._sent(sql, params)
-        return cursor.fetchall() if cursor.description else []
+        answer = cursor.pgresult  # its status says whether rows came (`description` costs more)
+        return cursor.fetchall() if answer and answer.status == ExecStatus.TUPLES_OK else []
 
     def _stream(self, sql: str, params: Params, size: int) -> Iterator[list[Row]]:
         """From a server-side cursor of this transaction, `size` rows per round trip."""
@@ -126,11 +137,18 @@ class _Tx(Transaction):
 
     def _together(self, statements: list[tuple[str, Params]]) -> psycopg.Cursor[Row]:
         """Statements in one query message, each that PostgreSQL can prepare as ``EXECUTE``
-        of the connection's prepared statement (`_name`); the answer of the last."""
-        bound = psycopg.ClientCursor(self._conn)
-        text = "; ".join(bound.mogrify(*self._executed(*each)) for each in statements)
+        of the connection's prepared statement (`_name`); the answer of the last. Their
+        values are written into the message in one pass over all of them (a pass per
+        statement cost more), so a statement given too many or too few values fails
+        only when the whole message's count is off: SQLite, which checks each one, is
+        where the library's statements are held to theirs."""
+        executed = [self._executed(*each) for each in statements]
+        text = "; ".join(sql for sql, _ in executed)
+        values = [value for _, params in executed for value in params]
         try:
-            cursor = self._cursor.execute(text.encode(), prepare=False)
+            cursor = self._cursor.execute(
+                self._binder.mogrify(text, values).encode(), prepare=False
+            )
         except psycopg.errors.FeatureNotSupported:  # "cached plan must not change result type"
             prepared = self._prepared  # a column's type changed: prepare them anew next time
             prepared.stale += filter(None, (prepared.pop(sql, None) for sql, _ in statements))
@@ -281,7 +299,8 @@ class PostgresStorage(ThreadTransactions):
 
     @contextmanager
     def _outermost(self, begin: str) -> Iterator[Transaction]:
-        with self._pool.connection() as conn:
+        conn = self._pool.getconn()  # see `_one_alone`
+        try:
             tx = _Tx(conn, self._prepare)  # rows are dicts (dict_row)
             tx.queue(begin)
             self._local.tx, self._local.depth = tx, 1
@@ -294,10 +313,19 @@ class PostgresStorage(ThreadTransactions):
                 tx.end("COMMIT")
             finally:
                 self._local.tx, self._local.depth = None, 0
+        finally:
+            self._pool.putconn(conn)
 
     def _one_alone(self, sql: str, params: Params) -> Row | None:
-        with self._pool.connection() as conn:  # autocommit: the statement is its snapshot
+        """One statement in autocommit (its own snapshot). The connection is taken with
+        `getconn` and given back with `putconn`, not the pool's `connection()`, whose
+        exit commits (a call for nothing: a transaction here ends itself); the pool
+        rolls back whatever a failed ROLLBACK left open."""
+        conn = self._pool.getconn()
+        try:
             return _Tx(conn, self._prepare).one(sql, params)
+        finally:
+            self._pool.putconn(conn)
 
     def close(self) -> None:
         self._pool.close()
