@@ -66,22 +66,25 @@ class _Prepared(OrderedDict[str, str | None]):
         super().__init__()
         self.stale: list[str] = []
 
-    @staticmethod
-    def of(conn: psycopg.Connection[Any]) -> _Prepared:
-        """`conn`'s, kept on the connection (a new connection has prepared nothing)."""
-        prepared: _Prepared | None = vars(conn).get("treasury_prepared")
-        if prepared is None:
-            prepared = vars(conn)["treasury_prepared"] = _Prepared()
-        return prepared
 
-
-def _binder(conn: psycopg.Connection[Any]) -> psycopg.ClientCursor[Any]:
-    """`conn`'s cursor that writes values into query text (`mogrify`), kept on it: a
+class _Kept:
+    """What a connection keeps for its transactions, one after another (a pooled
+    connection serves one thread at a time): the statements it prepared, the cursor
+    that runs its messages, and the one that writes values into them (`mogrify`). A
     cursor costs more to make than a message's values to write."""
-    binder: psycopg.ClientCursor[Any] | None = vars(conn).get("treasury_binder")
-    if binder is None:
-        binder = vars(conn)["treasury_binder"] = psycopg.ClientCursor(conn)
-    return binder
+
+    def __init__(self, conn: psycopg.Connection[Row]) -> None:
+        self.prepared = _Prepared()
+        self.cursor = conn.cursor()
+        self.binder = psycopg.ClientCursor(conn)
+
+    @staticmethod
+    def of(conn: psycopg.Connection[Row]) -> _Kept:
+        """`conn`'s, kept on the connection (a new connection has prepared nothing)."""
+        kept: _Kept | None = vars(conn).get("treasury_kept")
+        if kept is None:
+            kept = vars(conn)["treasury_kept"] = _Kept(conn)
+        return kept
 
 
 def _numbered(sql: str) -> str:
@@ -104,9 +107,8 @@ class _Tx(Transaction):
     def __init__(self, conn: psycopg.Connection[Row], prepare: bool = True) -> None:
         self._conn = conn
         self._prepare = prepare  # whether statements are prepared (`_name`)
-        self._cursor = conn.cursor()  # one per transaction: its statements run one by one
-        self._binder = _binder(conn)
-        self._prepared = _Prepared.of(conn)
+        kept = _Kept.of(conn)  # its statements run one by one, on the connection's cursor
+        self._cursor, self._binder, self._prepared = kept.cursor, kept.binder, kept.prepared
         self._queued: list[tuple[str, Params]] = []
         self.began = False  # whether a statement reached the server
         self._writes = False  # whether a write waits in `_queued`
