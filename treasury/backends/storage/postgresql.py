@@ -21,6 +21,7 @@ Pool size with ``?pool_min=1&pool_max=10``; any other query parameter (``options
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import threading
@@ -85,6 +86,19 @@ class _Kept:
         if kept is None:
             kept = vars(conn)["treasury_kept"] = _Kept(conn)
         return kept
+
+
+@functools.lru_cache(maxsize=1024)
+def _preparable(sql: str) -> bool:
+    """Whether `sql` is a statement to prepare (`_PREPARED`, not `_WHOLE_ROWS`); the
+    library's statements are a few hundred texts, each tested once."""
+    return bool(_PREPARED.match(sql)) and not _WHOLE_ROWS.search(sql)
+
+
+@functools.lru_cache(maxsize=1024)
+def _execute(name: str, count: int) -> str:
+    """``EXECUTE name(%s, …)`` with `count` values."""
+    return f"EXECUTE {name}({', '.join(['%s'] * count)})"
 
 
 def _numbered(sql: str) -> str:
@@ -161,11 +175,9 @@ class _Tx(Transaction):
 
     def _executed(self, sql: str, params: Params) -> tuple[str, Params]:
         """`sql` as sent: ``EXECUTE name(%s, …)`` where the connection prepared it."""
-        if not params or not _PREPARED.match(sql) or _WHOLE_ROWS.search(sql):
+        if not params or not _preparable(sql) or (name := self._name(sql)) is None:
             return sql, params
-        if (name := self._name(sql)) is None:
-            return sql, params
-        return f"EXECUTE {name}({', '.join(['%s'] * len(params))})", params
+        return _execute(name, len(params)), params
 
     def _name(self, sql: str) -> str | None:
         """The name under which the connection prepared `sql`; the first time, prepared
