@@ -21,6 +21,7 @@ Pool size with ``?pool_min=1&pool_max=10``; any other query parameter (``options
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import threading
@@ -31,7 +32,7 @@ from typing import Any, Self
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
-from psycopg.pq import TransactionStatus
+from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -66,13 +67,38 @@ class _Prepared(OrderedDict[str, str | None]):
         super().__init__()
         self.stale: list[str] = []
 
+
+class _Kept:
+    """What a connection keeps for its transactions, one after another (a pooled
+    connection serves one thread at a time): the statements it prepared, the cursor
+    that runs its messages, and the one that writes values into them (`mogrify`). A
+    cursor costs more to make than a message's values to write."""
+
+    def __init__(self, conn: psycopg.Connection[Row]) -> None:
+        self.prepared = _Prepared()
+        self.cursor = conn.cursor()
+        self.binder = psycopg.ClientCursor(conn)
+
     @staticmethod
-    def of(conn: psycopg.Connection[Any]) -> _Prepared:
+    def of(conn: psycopg.Connection[Row]) -> _Kept:
         """`conn`'s, kept on the connection (a new connection has prepared nothing)."""
-        prepared: _Prepared | None = vars(conn).get("treasury_prepared")
-        if prepared is None:
-            prepared = vars(conn)["treasury_prepared"] = _Prepared()
-        return prepared
+        kept: _Kept | None = vars(conn).get("treasury_kept")
+        if kept is None:
+            kept = vars(conn)["treasury_kept"] = _Kept(conn)
+        return kept
+
+
+@functools.lru_cache(maxsize=1024)
+def _preparable(sql: str) -> bool:
+    """Whether `sql` is a statement to prepare (`_PREPARED`, not `_WHOLE_ROWS`); the
+    library's statements are a few hundred texts, each tested once."""
+    return bool(_PREPARED.match(sql)) and not _WHOLE_ROWS.search(sql)
+
+
+@functools.lru_cache(maxsize=1024)
+def _execute(name: str, count: int) -> str:
+    """``EXECUTE name(%s, …)`` with `count` values."""
+    return f"EXECUTE {name}({', '.join(['%s'] * count)})"
 
 
 def _numbered(sql: str) -> str:
@@ -95,8 +121,8 @@ class _Tx(Transaction):
     def __init__(self, conn: psycopg.Connection[Row], prepare: bool = True) -> None:
         self._conn = conn
         self._prepare = prepare  # whether statements are prepared (`_name`)
-        self._cursor = conn.cursor()  # one per transaction: its statements run one by one
-        self._prepared = _Prepared.of(conn)
+        kept = _Kept.of(conn)  # its statements run one by one, on the connection's cursor
+        self._cursor, self._binder, self._prepared = kept.cursor, kept.binder, kept.prepared
         self._queued: list[tuple[str, Params]] = []
         self.began = False  # whether a statement reached the server
         self._writes = False  # whether a write waits in `_queued`
@@ -106,7 +132,8 @@ class _Tx(Transaction):
 
     def _query(self, sql: str, params: Params) -> list[Row]:
         cursor = self._sent(sql, params)
-        return cursor.fetchall() if cursor.description else []
+        answer = cursor.pgresult  # its status says whether rows came (`description` costs more)
+        return cursor.fetchall() if answer and answer.status == ExecStatus.TUPLES_OK else []
 
     def _stream(self, sql: str, params: Params, size: int) -> Iterator[list[Row]]:
         """From a server-side cursor of this transaction, `size` rows per round trip."""
@@ -126,11 +153,18 @@ class _Tx(Transaction):
 
     def _together(self, statements: list[tuple[str, Params]]) -> psycopg.Cursor[Row]:
         """Statements in one query message, each that PostgreSQL can prepare as ``EXECUTE``
-        of the connection's prepared statement (`_name`); the answer of the last."""
-        bound = psycopg.ClientCursor(self._conn)
-        text = "; ".join(bound.mogrify(*self._executed(*each)) for each in statements)
+        of the connection's prepared statement (`_name`); the answer of the last. Their
+        values are written into the message in one pass over all of them (a pass per
+        statement cost more), so a statement given too many or too few values fails
+        only when the whole message's count is off: SQLite, which checks each one, is
+        where the library's statements are held to theirs."""
+        executed = [self._executed(*each) for each in statements]
+        text = "; ".join(sql for sql, _ in executed)
+        values = [value for _, params in executed for value in params]
         try:
-            cursor = self._cursor.execute(text.encode(), prepare=False)
+            cursor = self._cursor.execute(
+                self._binder.mogrify(text, values).encode(), prepare=False
+            )
         except psycopg.errors.FeatureNotSupported:  # "cached plan must not change result type"
             prepared = self._prepared  # a column's type changed: prepare them anew next time
             prepared.stale += filter(None, (prepared.pop(sql, None) for sql, _ in statements))
@@ -141,11 +175,9 @@ class _Tx(Transaction):
 
     def _executed(self, sql: str, params: Params) -> tuple[str, Params]:
         """`sql` as sent: ``EXECUTE name(%s, …)`` where the connection prepared it."""
-        if not params or not _PREPARED.match(sql) or _WHOLE_ROWS.search(sql):
+        if not params or not _preparable(sql) or (name := self._name(sql)) is None:
             return sql, params
-        if (name := self._name(sql)) is None:
-            return sql, params
-        return f"EXECUTE {name}({', '.join(['%s'] * len(params))})", params
+        return _execute(name, len(params)), params
 
     def _name(self, sql: str) -> str | None:
         """The name under which the connection prepared `sql`; the first time, prepared
@@ -281,7 +313,8 @@ class PostgresStorage(ThreadTransactions):
 
     @contextmanager
     def _outermost(self, begin: str) -> Iterator[Transaction]:
-        with self._pool.connection() as conn:
+        conn = self._pool.getconn()  # see `_one_alone`
+        try:
             tx = _Tx(conn, self._prepare)  # rows are dicts (dict_row)
             tx.queue(begin)
             self._local.tx, self._local.depth = tx, 1
@@ -294,10 +327,19 @@ class PostgresStorage(ThreadTransactions):
                 tx.end("COMMIT")
             finally:
                 self._local.tx, self._local.depth = None, 0
+        finally:
+            self._pool.putconn(conn)
 
     def _one_alone(self, sql: str, params: Params) -> Row | None:
-        with self._pool.connection() as conn:  # autocommit: the statement is its snapshot
+        """One statement in autocommit (its own snapshot). The connection is taken with
+        `getconn` and given back with `putconn`, not the pool's `connection()`, whose
+        exit commits (a call for nothing: a transaction here ends itself); the pool
+        rolls back whatever a failed ROLLBACK left open."""
+        conn = self._pool.getconn()
+        try:
             return _Tx(conn, self._prepare).one(sql, params)
+        finally:
+            self._pool.putconn(conn)
 
     def close(self) -> None:
         self._pool.close()
