@@ -21,12 +21,15 @@ their (org_id, number) key WITHOUT ROWID, the foreign key to ``organizations`` e
 UNIQUE (org_id, address)): one ``INSERT`` of all its columns, then ``COMMIT``. What it
 does not do: read its number from the table (it comes from an in-process counter),
 validate input, authenticate, rate-limit, or record an idempotency key; all of that is
-treasury's cost. A raw insert whose number comes from treasury's own statement
-(``MAX(number) + 1`` of the organization) in the same transaction is printed as an
-extra, to show what per-organization numbers cost alone, and so are the pages one
-in-process operation writes to the WAL on each side (`pages_written`): with
-synchronous=FULL every page is part of what the commit waits for, so on a disk that is
-slow per byte the pages, more than the statements, set the in-process ratio.
+treasury's cost. Printed as extras: a raw insert whose number comes from treasury's own
+statement (``MAX(number) + 1`` of the organization) in the same transaction, to show
+what per-organization numbers cost alone; a raw insert that also sends the audit log's
+two statements as treasury sends them, to show what the audit log's SQL costs alone
+before any Python (an event's row and its organization's chain head: two more B-trees
+in the commit); and the pages one in-process operation writes to the WAL on each side
+(`pages_written`): with synchronous=FULL every page is part of what the commit waits
+for, so on a disk that is slow per byte the pages, more than the statements, set the
+in-process ratio.
 
 Every side writes a real file in one temporary directory with the same durability
 settings (WAL, synchronous=FULL). Each side is warmed up; then, in each of ``--rounds``
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import hashlib
 import sqlite3
 import sys
 import tempfile
@@ -76,6 +80,7 @@ from _common import (
 from flask import Flask, Response, jsonify, request
 
 from treasury import OrganizationHandle, Treasury
+from treasury._infra import audit
 from treasury.http import create_app
 
 GOAL = 0.5
@@ -86,6 +91,33 @@ RATE_LIMIT = "10000000/1 second"
 LABEL = "Benchmark recipient"
 # treasury's statement for the next per-organization number (_infra/sql.py:insert_numbered)
 NEXT_NUMBER = "SELECT COALESCE(MAX(number), 0) + 1 FROM recipients WHERE org_id = ?"
+# treasury's audit tables as its migrations (15, 17) spell them on SQLite
+AUDIT_SCHEMA = (
+    """CREATE TABLE audit_events (
+        org_id TEXT NOT NULL REFERENCES organizations(id),
+        seq BIGINT NOT NULL,
+        id TEXT NOT NULL,
+        at TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        operation TEXT NOT NULL,
+        object_type TEXT NOT NULL,
+        object_id TEXT,
+        status INTEGER NOT NULL,
+        request_id TEXT,
+        prev_hash TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        PRIMARY KEY (org_id, seq)) WITHOUT ROWID""",
+    """CREATE TABLE audit_heads (
+        org_id TEXT PRIMARY KEY REFERENCES organizations(id),
+        seq BIGINT NOT NULL,
+        prev_hash TEXT,
+        hash TEXT NOT NULL) WITHOUT ROWID""",
+)
+
+
+def sha256_hex(text: str) -> str:
+    """SQL's ``sha256_hex``, as treasury's SQLite storage defines it."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass
@@ -109,16 +141,37 @@ def open_treasury(path: Path) -> Treasury:
 
 
 def raw_insert(
-    path: Path, *, counter: bool = False
+    path: Path, *, counter: bool = False, audited: bool = False
 ) -> tuple[Callable[[], None], Callable[[], None]]:
     """One raw sqlite3 insert+commit of a recipient row (`FLOOR_SCHEMA`); and a closer.
 
     The number comes from an in-process counter; with `counter`, from treasury's
-    ``MAX(number) + 1`` statement in the same transaction instead (an extra, not the floor).
+    ``MAX(number) + 1`` statement in the same transaction instead. With `audited`, the
+    transaction also sends the audit log's two statements as treasury sends them, with
+    an event's text spelled once beforehand (what the audit log's SQL costs alone, before
+    any Python). Both are extras, not the floor.
     """
     create_floor_schema(str(path))
     conn = durable_connection(str(path))
     numbers = FloorNumbers()
+    if audited:
+        conn.create_function("sha256_hex", 1, sha256_hex, deterministic=True)
+        with conn:
+            for statement in AUDIT_SCHEMA:
+                conn.execute(statement)
+    before, after = audit._around_previous(
+        {
+            "id": "aud_0",
+            "at": now_text(),
+            "actor": {"admin": True},
+            "operation": "recipients.create",
+            "objectType": "recipient",
+            "objectId": "1",
+            "status": 201,
+            "requestId": None,
+            "prevHash": "",
+        }
+    )
 
     def insert() -> None:
         now = now_text()
@@ -127,6 +180,11 @@ def raw_insert(
         else:
             number = numbers.next()
         conn.execute(FLOOR_INSERT, (FLOOR_ORG_ID, number, random_address(), LABEL, now, now))
+        if audited:
+            first = sha256_hex(before + audit.GENESIS + after)
+            conn.execute(audit._ADVANCE_HEAD, (FLOOR_ORG_ID, audit.GENESIS, first, before, after))
+            event = (f"aud_{number}", now, '{"admin":true}', "recipients.create", "recipient")
+            conn.execute(audit._COPY_EVENT, (*event, str(number), 201, None, FLOOR_ORG_ID))
         conn.commit()
 
     return insert, conn.close
@@ -281,6 +339,8 @@ def live_sides(workdir: Path, client: httpx.Client) -> Iterator[tuple[list[Side]
         stack.callback(close_raw)
         counted, close_counted = raw_insert(workdir / "raw-counter.db", counter=True)
         stack.callback(close_counted)
+        audited, close_audited = raw_insert(workdir / "raw-audited.db", audited=True)
+        stack.callback(close_audited)
         local = stack.enter_context(open_treasury(workdir / "treasury-inprocess.db"))
         org = local.for_organization(local.admin.create_organization("Bench").id)
         in_process = [
@@ -288,6 +348,7 @@ def live_sides(workdir: Path, client: httpx.Client) -> Iterator[tuple[list[Side]
             Side("treasury create, idempotency key", treasury_create(org, keyed=True)),
             Side("treasury create, no key", treasury_create(org, keyed=False)),
             Side("raw, number from MAX(number)+1", counted),
+            Side("raw + the audit log's statements", audited),
         ]
         # HTTP
         served = stack.enter_context(open_treasury(workdir / "treasury-http.db"))
@@ -518,6 +579,8 @@ def main(argv: list[str] | None = None) -> int:
     keyed_ratio = ratio(in_process[1], in_process[0])
     unkeyed_ratio = ratio(in_process[2], in_process[0])
     counter_ratio = ratio(in_process[3], in_process[0])
+    audited = in_process[4]
+    audit_cost = 1e6 / audited.median_per_second - 1e6 / in_process[0].median_per_second
     print()
     print(
         "Requests are sent one at a time by a single client (no concurrency): the figures"
@@ -528,6 +591,11 @@ def main(argv: list[str] | None = None) -> int:
         f" the key costs {1 - keyed_ratio / unkeyed_ratio:.0%} of keyless throughput"
     )
     print(f"extra: raw insert with its number from MAX(number)+1: {counter_ratio:.2f} of raw")
+    print(
+        f"extra: raw insert + the audit log's two statements: {ratio(audited, in_process[0]):.2f}"
+        f" of raw; the audit log's SQL alone adds {audit_cost:,.0f} us per operation"
+        f" ({audit_cost / (1e6 / in_process[1].median_per_second):.0%} of treasury's keyed create)"
+    )
     print(
         "extra: pages a commit writes (WAL frames per operation, in-process): "
         + ", ".join(f"{name} {count:.2f}" for name, count in pages.items())

@@ -192,6 +192,7 @@ def append(
             "objectId": object_id,
             "status": status,
             "requestId": request_id,
+            "prevHash": "",
         }
     )
     first = hashlib.sha256((before + GENESIS + after).encode()).hexdigest()
@@ -201,7 +202,7 @@ def append(
         (
             event_id,
             at,
-            json.dumps(who, sort_keys=True, separators=(",", ":")),
+            _CANONICAL.encode(who),
             operation,
             object_type,
             object_id,
@@ -230,10 +231,11 @@ _PREVIOUS = '"prevHash":""'
 
 
 def _around_previous(event: dict[str, Any]) -> tuple[str, str]:
-    """An event's canonical JSON before and after its previous hash's value (the text
-    between the quotes of ``"prevHash":"…"``). A value cannot hold ``"prevHash":""``
-    unescaped, so the split is at the field itself."""
-    before, found, after = canonical_text({**event, "prevHash": ""}).partition(_PREVIOUS)
+    """An event's canonical JSON (`event`, without `hash`, its `prevHash` empty) before
+    and after its previous hash's value (the text between the quotes of
+    ``"prevHash":"…"``). A value cannot hold ``"prevHash":""`` unescaped, so the split is
+    at the field itself."""
+    before, found, after = _CANONICAL.encode(event).partition(_PREVIOUS)
     assert found
     return before + _PREVIOUS[:-1], _PREVIOUS[-1] + after
 
@@ -254,10 +256,13 @@ def event_of(row: Row) -> dict[str, Any]:
     }
 
 
+#: Canonical JSON: keys sorted, no spaces, text as it is (UTF-8 once encoded).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_text(event: dict[str, Any]) -> str:
     """An event's canonical JSON: every field but `hash`, keys sorted, no spaces."""
-    fields = {key: value for key, value in event.items() if key != "hash"}
-    return json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode({key: value for key, value in event.items() if key != "hash"})
 
 
 def canonical(event: dict[str, Any]) -> bytes:
