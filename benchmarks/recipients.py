@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import hashlib
 import sqlite3
 import sys
 import tempfile
@@ -81,6 +80,8 @@ from flask import Flask, Response, jsonify, request
 
 from treasury import OrganizationHandle, Treasury
 from treasury._infra import audit
+from treasury._infra.migrations import MIGRATIONS
+from treasury.backends.storage.sqlite import SQLiteStorage, _sha256_hex
 from treasury.http import create_app
 
 GOAL = 0.5
@@ -91,33 +92,6 @@ RATE_LIMIT = "10000000/1 second"
 LABEL = "Benchmark recipient"
 # treasury's statement for the next per-organization number (_infra/sql.py:insert_numbered)
 NEXT_NUMBER = "SELECT COALESCE(MAX(number), 0) + 1 FROM recipients WHERE org_id = ?"
-# treasury's audit tables as its migrations (15, 17) spell them on SQLite
-AUDIT_SCHEMA = (
-    """CREATE TABLE audit_events (
-        org_id TEXT NOT NULL REFERENCES organizations(id),
-        seq BIGINT NOT NULL,
-        id TEXT NOT NULL,
-        at TEXT NOT NULL,
-        actor TEXT NOT NULL,
-        operation TEXT NOT NULL,
-        object_type TEXT NOT NULL,
-        object_id TEXT,
-        status INTEGER NOT NULL,
-        request_id TEXT,
-        prev_hash TEXT NOT NULL,
-        hash TEXT NOT NULL,
-        PRIMARY KEY (org_id, seq)) WITHOUT ROWID""",
-    """CREATE TABLE audit_heads (
-        org_id TEXT PRIMARY KEY REFERENCES organizations(id),
-        seq BIGINT NOT NULL,
-        prev_hash TEXT,
-        hash TEXT NOT NULL) WITHOUT ROWID""",
-)
-
-
-def sha256_hex(text: str) -> str:
-    """SQL's ``sha256_hex``, as treasury's SQLite storage defines it."""
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass
@@ -147,18 +121,39 @@ def raw_insert(
 
     The number comes from an in-process counter; with `counter`, from treasury's
     ``MAX(number) + 1`` statement in the same transaction instead. With `audited`, the
-    transaction also sends the audit log's two statements as treasury sends them, with
-    an event's text spelled once beforehand (what the audit log's SQL costs alone, before
-    any Python). Both are extras, not the floor.
+    transaction also sends the audit log's two statements (`audit_log`: what the audit
+    log's SQL costs alone, before any Python). Both are extras, not the floor.
     """
     create_floor_schema(str(path))
     conn = durable_connection(str(path))
     numbers = FloorNumbers()
-    if audited:
-        conn.create_function("sha256_hex", 1, sha256_hex, deterministic=True)
-        with conn:
-            for statement in AUDIT_SCHEMA:
-                conn.execute(statement)
+    send_event = audit_log(conn) if audited else None
+
+    def insert() -> None:
+        now = now_text()
+        if counter:
+            number = conn.execute(NEXT_NUMBER, (FLOOR_ORG_ID,)).fetchone()[0]
+        else:
+            number = numbers.next()
+        conn.execute(FLOOR_INSERT, (FLOOR_ORG_ID, number, random_address(), LABEL, now, now))
+        if send_event is not None:
+            send_event(number, now)
+        conn.commit()
+
+    return insert, conn.close
+
+
+def audit_log(conn: sqlite3.Connection) -> Callable[[int, str], None]:
+    """Give `conn` treasury's audit tables (its migrations' statements for them, replayed
+    in order) and its ``sha256_hex``; return what sends the audit log's two statements,
+    as treasury sends them, for a recipient's event (its number, its time). The event's
+    text around its previous hash is spelled once, here."""
+    conn.create_function("sha256_hex", 1, _sha256_hex, deterministic=True)
+    with conn:
+        for _, _, statements in MIGRATIONS:
+            for statement in statements:
+                if "audit_" in statement and (sql := statement.format(**SQLiteStorage.types)):
+                    conn.execute(sql)
     before, after = audit._around_previous(
         {
             "id": "aud_0",
@@ -172,22 +167,14 @@ def raw_insert(
             "prevHash": "",
         }
     )
+    first = _sha256_hex(before + audit.GENESIS + after)
 
-    def insert() -> None:
-        now = now_text()
-        if counter:
-            number = conn.execute(NEXT_NUMBER, (FLOOR_ORG_ID,)).fetchone()[0]
-        else:
-            number = numbers.next()
-        conn.execute(FLOOR_INSERT, (FLOOR_ORG_ID, number, random_address(), LABEL, now, now))
-        if audited:
-            first = sha256_hex(before + audit.GENESIS + after)
-            conn.execute(audit._ADVANCE_HEAD, (FLOOR_ORG_ID, audit.GENESIS, first, before, after))
-            event = (f"aud_{number}", now, '{"admin":true}', "recipients.create", "recipient")
-            conn.execute(audit._COPY_EVENT, (*event, str(number), 201, None, FLOOR_ORG_ID))
-        conn.commit()
+    def send(number: int, now: str) -> None:
+        conn.execute(audit._ADVANCE_HEAD, (FLOOR_ORG_ID, audit.GENESIS, first, before, after))
+        event = (f"aud_{number}", now, '{"admin":true}', "recipients.create", "recipient")
+        conn.execute(audit._COPY_EVENT, (*event, str(number), 201, None, FLOOR_ORG_ID))
 
-    return insert, conn.close
+    return send
 
 
 def treasury_create(org: OrganizationHandle, *, keyed: bool) -> Callable[[], None]:
@@ -446,8 +433,6 @@ def sql_timer() -> Iterator[dict[str, list[float]]]:
     out (`SQLiteStorage._db`, a private method, patched for the duration), so its own
     ``BEGIN``/``COMMIT`` count as well as every other statement.
     """
-    from treasury.backends.storage.sqlite import SQLiteStorage
-
     spent: dict[str, list[float]] = {}
     begun = ["BEGIN"]  # what the open transaction began with (requests come one at a time)
 
