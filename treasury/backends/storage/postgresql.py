@@ -312,9 +312,19 @@ class PostgresStorage(ThreadTransactions):
         return cls(conninfo, **options)
 
     @contextmanager
-    def _outermost(self, begin: str) -> Iterator[Transaction]:
-        conn = self._pool.getconn()  # see `_one_alone`
+    def _taken(self) -> Iterator[psycopg.Connection[Row]]:
+        """A pooled connection, taken with `getconn` and given back with `putconn`, not
+        the pool's `connection()`, whose exit commits (a call for nothing: a transaction
+        here ends itself); the pool rolls back whatever a failed ROLLBACK left open."""
+        conn = self._pool.getconn()
         try:
+            yield conn
+        finally:
+            self._pool.putconn(conn)
+
+    @contextmanager
+    def _outermost(self, begin: str) -> Iterator[Transaction]:
+        with self._taken() as conn:
             tx = _Tx(conn, self._prepare)  # rows are dicts (dict_row)
             tx.queue(begin)
             self._local.tx, self._local.depth = tx, 1
@@ -327,19 +337,10 @@ class PostgresStorage(ThreadTransactions):
                 tx.end("COMMIT")
             finally:
                 self._local.tx, self._local.depth = None, 0
-        finally:
-            self._pool.putconn(conn)
 
     def _one_alone(self, sql: str, params: Params) -> Row | None:
-        """One statement in autocommit (its own snapshot). The connection is taken with
-        `getconn` and given back with `putconn`, not the pool's `connection()`, whose
-        exit commits (a call for nothing: a transaction here ends itself); the pool
-        rolls back whatever a failed ROLLBACK left open."""
-        conn = self._pool.getconn()
-        try:
+        with self._taken() as conn:  # autocommit: the statement is its snapshot
             return _Tx(conn, self._prepare).one(sql, params)
-        finally:
-            self._pool.putconn(conn)
 
     def close(self) -> None:
         self._pool.close()
