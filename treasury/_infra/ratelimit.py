@@ -4,10 +4,10 @@ without a valid key.
 Counters live in this process (``memory://``: a window of hit times per caller, under
 one lock) or, when several processes serve, in shared storage: Redis (``redis://``,
 ``rediss://``, ``unix://``) through one script of our own on connections of our own, any
-other `limits` storage URL through the `limits` library. Both windows of our own replace `limits`' for speed: its
-memory storage starts a timer thread every 10 ms to expire entries, and its Redis window
-takes two round trips per request (the hit, then the stats for the headers) where the
-script takes one.
+other `limits` storage URL through the `limits` library. Both windows of our own replace
+`limits`' for speed: its memory storage starts a timer thread every 10 ms to expire
+entries, and its Redis window takes two round trips per request (the hit, then the
+stats for the headers) where the script takes one.
 """
 
 from __future__ import annotations
