@@ -42,6 +42,7 @@ from .errors import AuthenticationError, Forbidden
 from .evm.signing import Signer
 from .policy import Policies
 from .recipients import Recipients
+from .reorgs import check_blocks
 from .swaps import Swaps
 from .test_helpers import TestHelpers
 from .transactions import Transactions
@@ -70,6 +71,7 @@ JOBS: tuple[Job, ...] = (
     Job("expire_transfer_approvals", expire_approvals),
     Job("start_approved_transfers", start_approved_transfers),
     Job("index_transactions", index_transactions),
+    Job("check_blocks", check_blocks),
     Job("advance_transfers", advance_transfers),
     Job("heal_nonce_holes", heal_nonce_holes),
     Job("detect_deposits", detect_deposits),

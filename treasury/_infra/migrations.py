@@ -584,4 +584,33 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "{define_sha256_hex}",
         ],
     ),
+    (
+        18,
+        "the chain can go back: the blocks the service acted on (their hashes, compared with"
+        " the canonical chain each pass); every signed version of a leg; when a leg was"
+        " broadcast; why a transfer waits",
+        [
+            # one row per receipt settled on, deposit log recorded, detector cursor
+            """CREATE TABLE chain_marks (
+                chain_id BIGINT NOT NULL,
+                kind TEXT NOT NULL,
+                ref TEXT NOT NULL,
+                block_number BIGINT NOT NULL,
+                block_hash TEXT NOT NULL,
+                orphaned INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (chain_id, kind, ref))""",
+            "CREATE INDEX chain_marks_block ON chain_marks (chain_id, block_number)",
+            # the versions a replaced leg was signed in before its current one
+            """CREATE TABLE leg_versions (
+                hash TEXT PRIMARY KEY,
+                transfer_id TEXT NOT NULL,
+                position INTEGER NOT NULL,
+                chain_id BIGINT NOT NULL,
+                raw {blob} NOT NULL,
+                created_at TEXT NOT NULL)""",
+            "CREATE INDEX leg_versions_leg ON leg_versions (transfer_id, position)",
+            "ALTER TABLE transfer_legs ADD COLUMN broadcast_block BIGINT",
+            "ALTER TABLE transfers ADD COLUMN waiting_reason TEXT",
+        ],
+    ),
 ]

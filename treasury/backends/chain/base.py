@@ -184,6 +184,17 @@ class Log:
     block_number: int
     transaction_hash: str
     log_index: int
+    block_hash: str = ""  # 0x hex, lowercase; the block the log was read in
+
+
+@dataclass(frozen=True)
+class Block:
+    """A canonical block as the node shows it now: its number, hash and base fee (None on
+    a chain without EIP-1559)."""
+
+    number: int
+    hash: str
+    base_fee: int | None
 
 
 #: One position of an ``eth_getLogs`` topic filter: a topic, any of several, or anything.
@@ -242,6 +253,12 @@ class Chain(ABC):
     @abstractmethod
     def head(self) -> int:
         """``eth_blockNumber``: the number of the latest block."""
+
+    @abstractmethod
+    def blocks(self, numbers: Sequence[int]) -> list[Block | None]:
+        """The canonical blocks at `numbers`, in the order asked (None above the head), in
+        one request (a JSON-RPC batch on real nodes): what the reorg check compares the
+        block hashes it kept with."""
 
     @abstractmethod
     def send_raw_transaction(self, raw: bytes) -> str:
