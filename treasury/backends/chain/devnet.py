@@ -112,7 +112,7 @@ class DevnetChain(Chain):
         if url.query:  # `ChainConfig.parse` took the settings it knows out of the URL
             raise ValueError(f"unknown devnet:// URL settings: {url.query}")
         path = unquote(url.path).removeprefix("/") or config.state_path
-        return cls(
+        chain = cls(
             config.chain_id,
             config.tokens,
             path or None,
@@ -120,6 +120,8 @@ class DevnetChain(Chain):
             rail=config.rail,
             c0_decimals=config.c0_decimals,
         )
+        chain.settings(config)
+        return chain
 
     # -- the Chain interface --------------------------------------------------------
 

@@ -77,8 +77,7 @@ class RpcChain(Chain):
         self.addresses = {k: addresses[k].lower() for k in ADDRESS_KEYS if k in addresses}
         core = [self.addresses[k] for k in ("USDC", "USDT", "c0") if k in self.addresses]
         self.tokens = core + [t.lower() for t in config.tokens if t.lower() not in core]
-        if config.confirmations is not None:
-            self.confirmations = config.confirmations
+        self.settings(config)
         self.rail = config.rail
         assert config.exit_path is not None  # with_preset settles it
         self.exit_path = config.exit_path
