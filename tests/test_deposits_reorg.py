@@ -12,6 +12,7 @@ the events in its outbox. Skipped without the anvil binary, except under ``CI``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,6 +30,7 @@ from treasury.testing.fake_provider import fake_provider, onboard
 
 from .conftest import MASTER_KEY, make_tenant
 from .helpers import BANK_ACCOUNT, address, events, onramp, swap
+from .webhook_receiver import receiving, verify_standard
 
 CHAIN = 31337
 TRANSFER_FROM = Function("transferFrom(address,address,uint256)", ("bool",))
@@ -94,6 +96,12 @@ def node(anvil_config: dict[str, Any]) -> Node:
 
 
 @pytest.fixture
+def stack() -> Iterator[ExitStack]:
+    with ExitStack() as stack:
+        yield stack
+
+
+@pytest.fixture
 def open_treasury(node: Node, new_storage_url) -> Iterator[Any]:
     """Opens treasuries on the anvil node with the chain's settings given (closed after)."""
     opened: list[Treasury] = []
@@ -104,6 +112,7 @@ def open_treasury(node: Node, new_storage_url) -> Iterator[Any]:
             new_storage_url(f"t{len(opened)}.db"),
             master_key=MASTER_KEY,
             chains=chains,
+            allow_private_webhook_urls=True,
             **(options or {}),
         )
         opened.append(t)
@@ -285,7 +294,7 @@ def test_a_held_log_becomes_a_deposit_when_no_open_onramp_paid_it(
 
 
 def test_a_reorg_reverses_an_announced_deposit_once_and_the_same_log_is_the_same_deposit(
-    node: Node, open_treasury
+    node: Node, open_treasury, stack: ExitStack
 ) -> None:
     """Announced, then its block leaves the chain (`evm_revert` to a snapshot taken before
     it, empty blocks mined in its place): one `deposit.reversed` with the deposit's fields
@@ -294,6 +303,10 @@ def test_a_reorg_reverses_an_announced_deposit_once_and_the_same_log_is_the_same
     t = open_treasury()
     org = make_tenant(t).org
     wallet = org.wallets.track(address=address(), label="In").wallet.address.lower()
+    rx = stack.enter_context(receiving())
+    hook = org.webhooks.create(
+        url=rx.at("/deposits"), events=["deposit.received", "deposit.reversed"]
+    )
     payer = node.payer()
     passes(t)
     node.mine(2)
@@ -329,6 +342,8 @@ def test_a_reorg_reverses_an_announced_deposit_once_and_the_same_log_is_the_same
     rows = deposits_of(t, paid)
     assert len(rows) == 1 and rows[0]["reversed_at"] is None  # the same deposit
     assert rows[0]["block_number"] == again["blockNumber"]
+    delivered = [verify_standard(hook.secret, r) for r in rx.got]  # what the receiver got
+    assert [(p["type"], p["data"]) for p in delivered] == got
 
 
 def test_a_reorg_deeper_than_the_confirmations_reverses_the_deposit(
