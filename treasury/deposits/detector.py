@@ -81,7 +81,7 @@ def scan_chain(runtime: Runtime, chain_id: int) -> dict[str, int]:
         few = wallets.watched(tx) if count <= TOPIC_LIMIT else None  # else: per range
         flagged = bool(marks.orphaned(tx, chain_id, "deposit"))
         flagged = flagged or bool(marks.orphaned(tx, chain_id, "cursor"))
-        holding = bool(store.held(tx, chain_id))
+        holding = store.holding(tx, chain_id)
     if first is None:
         with runtime.storage.transaction() as tx:
             store.start(tx, chain_id, max(safe + 1, 0), runtime.now_text())

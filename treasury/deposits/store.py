@@ -156,6 +156,13 @@ def hold(
     )
 
 
+def holding(tx: Transaction, chain_id: int) -> bool:
+    """Whether any log is held on a chain."""
+    return (
+        tx.one("SELECT 1 AS one FROM held_logs WHERE chain_id = ? LIMIT 1", (chain_id,)) is not None
+    )
+
+
 def held(tx: Transaction, chain_id: int) -> list[Row]:
     """The logs held on a chain, oldest first."""
     return tx.query(
