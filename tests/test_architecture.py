@@ -25,7 +25,7 @@ PYPROJECT = ROOT.parent / "pyproject.toml"
 OWNED = {
     "admin": {"organizations", "api_keys"},
     "test_helpers": set(),
-    "deposits": {"log_cursors", "deposits"},
+    "deposits": {"log_cursors", "deposits", "held_logs"},
     "transfers": {"transfers", "transfer_legs", "leg_versions", "nonce_holes", "fiat_cursor"},
     "virtual": {"virtual_accounts", "virtual_wallets"},
     "wallets": {"wallets"},

@@ -613,4 +613,29 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ALTER TABLE transfers ADD COLUMN waiting_reason TEXT",
         ],
     ),
+    (
+        19,
+        "deposits reversed by a reorg; logs held while an open on-ramp may have paid them;"
+        " the open on-ramps by chain and organization",
+        [
+            "ALTER TABLE deposits ADD COLUMN reversed_at TEXT",
+            # a log into a wallet that matches an open on-ramp of its organization (token,
+            # amount, address): neither a deposit nor forgotten until that on-ramp settles
+            """CREATE TABLE held_logs (
+                chain_id BIGINT NOT NULL,
+                hash TEXT NOT NULL,
+                log_index BIGINT NOT NULL,
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                address TEXT NOT NULL,
+                token TEXT NOT NULL,
+                raw TEXT NOT NULL,
+                sender TEXT NOT NULL,
+                block_number BIGINT NOT NULL,
+                block_hash TEXT NOT NULL,
+                first_seen TEXT NOT NULL,
+                PRIMARY KEY (chain_id, hash, log_index, org_id))""",
+            """CREATE INDEX transfers_open_onramps ON transfers (chain_id, org_id)
+                WHERE pairing = 'onramp' AND status IN ('pending', 'submitted')""",
+        ],
+    ),
 ]
