@@ -17,7 +17,7 @@ from treasury.http import create_app
 from treasury.testing.server import serve
 
 from .conftest import MASTER_KEY, make_tenant
-from .helpers import BANK_ACCOUNT, idem, offramp, onramp, swap
+from .helpers import BANK_ACCOUNT, idem, offramp, onramp, policy, swap
 
 CHAIN = 31337
 HEADER = (
@@ -55,7 +55,7 @@ def live(storage_url: str) -> Iterator[dict[str, Any]]:
             now[0] += timedelta(minutes=1)
             api.post("/v1/transfers", json=body, headers=idem())
             t.run_once()
-        api.put("/v1/policy", json={"approvalThreshold": "40"})
+        api.put("/v1/policy", json=policy(approvalThreshold="40"))
         now[0] += timedelta(minutes=1)
         rejected = api.post("/v1/transfers", json=onramp(bank, wallet, "40"), headers=idem())
         approver = t.for_organization(tenant.org.id, user_id="approver")

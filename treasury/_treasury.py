@@ -341,8 +341,9 @@ class Treasury:
     def for_api_key(self, secret: str | None) -> OrganizationHandle:
         """The organization a key belongs to; 401-type errors exactly as the specification."""
         key = self.admin.verified(secret)
-        scope = Scope(self._runtime, key["org_id"], key["user_id"], key["id"])
-        return OrganizationHandle(scope, key["id"], _scopes(key["scopes"]))
+        scopes = _scopes(key["scopes"])
+        scope = Scope(self._runtime, key["org_id"], key["user_id"], key["id"], scopes)
+        return OrganizationHandle(scope, key["id"], scopes)
 
     def authenticate(self, secret: str | None, *, client: str = "unknown") -> OrganizationHandle:
         """`for_api_key` plus one request counted (HTTP use): against the key, whose

@@ -584,4 +584,17 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "{define_sha256_hex}",
         ],
     ),
+    (
+        18,
+        "controls, second round: the policy's destination cooldown and gas station; when a"
+        " recipient was last pointed at its address; the audit chain keyed (re-hashed by"
+        " treasury's own step, `audit.rekey`)",
+        [
+            """ALTER TABLE policies ADD COLUMN destination_cooldown_hours INTEGER NOT NULL
+                DEFAULT 24""",
+            "ALTER TABLE policies ADD COLUMN gas_station BIGINT",
+            "ALTER TABLE recipients ADD COLUMN pointed_at TEXT",
+            "UPDATE recipients SET pointed_at = created_at",
+        ],
+    ),
 ]

@@ -172,18 +172,27 @@ class Transfers(Group):
         self, request: CreateTransfer, pairing: Pairing, rules: policy.Rules
     ) -> None:
         """Under ``destinations: "known"``, the address an on-chain pairing or an on-ramp
-        pays must be a wallet of the organization or one of its saved recipients."""
+        pays must be a wallet of the organization or one of its saved recipients, past
+        the policy's cooldown (`policy.known_destination`)."""
         to_address = request.destination.to_address
         if rules.destinations != "known" or pairing == "offramp" or to_address is None:
             return
-        with self._scope.runtime.storage.read() as tx:
-            known = policy.known_destination(tx, self._scope.org_id, str(to_address))
+        runtime = self._scope.runtime
+        with runtime.storage.read() as tx:
+            known = policy.known_destination(
+                tx,
+                self._scope.org_id,
+                str(to_address),
+                runtime.now(),
+                rules.destination_cooldown_hours,
+            )
         if not known:
             raise ValidationError.field(
                 "body",
                 "destination.to_address",
                 'refused by the policy (destinations: "known"): not a wallet or a saved'
-                " recipient of the organization",
+                " recipient of the organization, or saved less than"
+                f" {rules.destination_cooldown_hours} hours ago (destinationCooldownHours)",
             )
 
     def _awaiting(
