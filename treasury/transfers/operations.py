@@ -18,6 +18,7 @@ from .._infra import audit
 from .._infra.clock import to_text
 from .._infra.group import Group
 from .._infra.idempotency import LEASE, Upstream, WriteAhead
+from .._infra.identity import same_user
 from .._infra.models import ListOf, Page, PageQuery
 from .._infra.pagination import Cursors, page_of
 from .._infra.runtime import Runtime
@@ -223,7 +224,7 @@ class Transfers(Group):
             row = store.get(tx, transfer_id, org_id)
             if row is None:
                 raise NotFound("Transfer not found")
-            if row["created_by_user"] == self._scope.user_id:
+            if same_user(row["created_by_user"], self._scope.user_id):
                 raise Forbidden(
                     "four eyes: a transfer is approved or rejected by another user than"
                     " the one whose key created it"
