@@ -29,7 +29,7 @@ from ._infra.runtime import Runtime, Scope
 from ._infra.schema import migrate
 from .admin import Admin
 from .admin.scopes import DEFAULT, grants
-from .audit import AuditEvents, BrokenLink, verify_chains
+from .audit import AuditEvents, BrokenLink, checkpoints, verify_chains
 from .backends.custody.base import Custody, CustodyContext
 from .backends.fiat.base import FiatContext, FiatProvider
 from .backends.storage.base import Storage
@@ -332,7 +332,8 @@ class Treasury:
         runtime.fiat.bind(
             FiatContext(runtime.chains.get, store, secrets.derive("encrypt:fiat-plugin"))
         )
-        migrate(store, now=runtime.now_text())
+        keyed = audit.audit_key(secrets)
+        migrate(store, now=runtime.now_text(), steps={18: lambda tx: audit.rekey(tx, keyed)})
         treasury = cls(runtime, settings)
         if not isinstance(storage, Storage):
             treasury._shown = plugins.redacted(settings.storage)
@@ -363,10 +364,28 @@ class Treasury:
         self.admin.get_organization(org_id)
         return OrganizationHandle(Scope(self._runtime, org_id, user_id))
 
-    def verify_audit_log(self) -> tuple[int, BrokenLink | None]:
+    def verify_audit_log(
+        self, checkpoint: Sequence[Mapping[str, Any]] | None = None
+    ) -> tuple[int, BrokenLink | None]:
         """Check every organization's audit chain: the number of events checked and the
-        first broken link (None when every chain holds)."""
-        return verify_chains(self._runtime.storage)
+        first broken link (None when every chain holds). `checkpoint`: the entries of an
+        `audit_checkpoint` taken before; each chain must still reach its entry."""
+        runtime = self._runtime
+        checked, broken = verify_chains(runtime.storage, audit.audit_key(runtime.secrets))
+        if broken is None and checkpoint is not None:
+            broken = checkpoints.check(runtime.storage, runtime.secrets, checkpoint)
+        return checked, broken
+
+    def audit_checkpoint(self, org_id: str | None = None) -> list[dict[str, Any]]:
+        """A signed checkpoint of every organization's chain (or `org_id`'s): keep it
+        outside the database, and pass it to `verify_audit_log` later."""
+        if org_id is not None:
+            self.admin.get_organization(org_id)
+        return checkpoints.take(self._runtime.storage, self._runtime.secrets, org_id)
+
+    def audit_public_key(self) -> str:
+        """The base64 Ed25519 public key that checks the checkpoints' signatures."""
+        return checkpoints.public_key(self._runtime.secrets)
 
     def close_yield_period(self, chain_id: int | None = None) -> YieldPeriod | None:
         """Try a distribution now, on a chain that can mint (default: the primary chain):
