@@ -177,6 +177,16 @@ def _scopes(stored: str) -> tuple[str, ...]:
     return tuple(json.loads(stored))
 
 
+def _initialized(storage: Storage) -> bool:
+    """Whether the store was initialized before (its schema applied): its data may be
+    encrypted with a master key. Read only."""
+    try:
+        with storage.read() as tx:
+            return tx.one("SELECT version FROM schema_migrations LIMIT 1") is not None
+    except Exception:  # no such table: a new store
+        return False
+
+
 class OrganizationHandle:
     """One organization's operations, grouped by resource, isolated to it."""
 
@@ -308,7 +318,11 @@ class Treasury:
         clock = clock or system_clock
         store = plugins.resolve("storage", storage or settings.storage, Storage)
         key = master_key if master_key is not None else settings.master_key
-        secrets = SecretBox(resolve_master_key(key, store.key_file, durable=store.durable))
+        secrets = SecretBox(
+            resolve_master_key(
+                key, store.key_file, durable=store.durable, has_data=lambda: _initialized(store)
+            )
+        )
         custodian = plugins.resolve("custody", custody or settings.custody, Custody)
         custodian.bind(CustodyContext(store, secrets.key_for(CUSTODY_KEYS), clock))
         runtime = Runtime(
