@@ -144,7 +144,7 @@ def test_a_store_whose_key_file_is_missing_is_refused_naming_it(tmp_path, monkey
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.suffix == ".db"}
     from treasury.errors import TreasuryError
 
-    with pytest.raises(TreasuryError, match="kept.db.key") as refused:
+    with pytest.raises(TreasuryError, match=r"kept\.db\.key") as refused:
         Treasury.open(url)
     assert "missing" in str(refused.value)
     assert not key_file.exists()
