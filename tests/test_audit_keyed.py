@@ -186,7 +186,7 @@ def test_the_public_key_checks_a_checkpoint_signature(
 def test_a_chain_written_before_the_key_is_keyed_on_upgrade(
     treasury: Treasury, acme: Tenant
 ) -> None:
-    """Migration 18's step (`audit.rekey`) re-hashes an intact unkeyed chain, as chains
+    """Migration 20's step (`audit.rekey`) re-hashes an intact unkeyed chain, as chains
     were written before it, with the key; it leaves a broken one broken."""
     other = make_tenant(treasury, "Globex", "user_g")
     with treasury.storage.transaction() as tx:

@@ -42,6 +42,7 @@ from .errors import AuthenticationError, Forbidden
 from .evm.signing import Signer
 from .policy import Policies
 from .recipients import Recipients
+from .reorgs import check_blocks
 from .swaps import Swaps
 from .test_helpers import TestHelpers
 from .transactions import Transactions
@@ -70,6 +71,7 @@ JOBS: tuple[Job, ...] = (
     Job("expire_transfer_approvals", expire_approvals),
     Job("start_approved_transfers", start_approved_transfers),
     Job("index_transactions", index_transactions),
+    Job("check_blocks", check_blocks),
     Job("advance_transfers", advance_transfers),
     Job("heal_nonce_holes", heal_nonce_holes),
     Job("detect_deposits", detect_deposits),
@@ -347,7 +349,7 @@ class Treasury:
             FiatContext(runtime.chains.get, store, secrets.derive("encrypt:fiat-plugin"))
         )
         keyed = audit.audit_key(secrets)
-        migrate(store, now=runtime.now_text(), steps={18: lambda tx: audit.rekey(tx, keyed)})
+        migrate(store, now=runtime.now_text(), steps={20: lambda tx: audit.rekey(tx, keyed)})
         treasury = cls(runtime, settings)
         if not isinstance(storage, Storage):
             treasury._shown = plugins.redacted(settings.storage)

@@ -301,15 +301,15 @@ def hash_of(event: dict[str, Any], key: bytes) -> str:
 
 def plain_hash_of(event: dict[str, Any]) -> str:
     """The SHA-256 of an event's canonical JSON: its hash before the chain was keyed
-    (migration 18), which `rekey` checks before re-hashing a chain with the key."""
+    (migration 20), which `rekey` checks before re-hashing a chain with the key."""
     return hashlib.sha256(canonical(event)).hexdigest()
 
 
 def rekey(tx: Transaction, key: bytes) -> int:
     """Key every chain that still holds under plain SHA-256 (the chains written before
-    migration 18): each event re-hashed with `hash_of`, in order, and its head moved
+    migration 20): each event re-hashed with `hash_of`, in order, and its head moved
     along; a chain already broken is left as it is (`verify` keeps naming its break).
-    Run once, in migration 18's transaction. The number of events re-hashed."""
+    Run once, in migration 20's transaction. The number of events re-hashed."""
     done = 0
     heads = tx.query("SELECT org_id, seq, hash FROM audit_heads ORDER BY org_id")
     for head in heads:

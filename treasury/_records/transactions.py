@@ -129,3 +129,13 @@ def resolve(
         f" RETURNING {COLUMNS}, wallet_address",
         (status, receipt, now, chain_id, tx_hash),
     )
+
+
+def rehash(tx: Transaction, chain_id: int, before: str, after: str, now: str) -> None:
+    """A pending leg's tracked rows follow its signed version: `before` replaced at
+    higher fees by `after`, or `after` the version that was mined."""
+    tx.execute(
+        "UPDATE transactions SET hash = ?, updated_at = ? WHERE chain_id = ? AND hash = ?"
+        " AND status = 'pending'",
+        (after, now, chain_id, before),
+    )

@@ -50,6 +50,11 @@ PAIRINGS: dict[tuple[str, str, str, str], Pairing] = {
     ("c0", "ethereum", "usdc", "ethereum"): "withdraw",
 }
 ONCHAIN: frozenset[Pairing] = frozenset({"deposit", "withdraw", "sweep"})
+FIAT: frozenset[Pairing] = frozenset({"onramp", "offramp"})
+#: Why a transfer that is neither final nor moving waits (DESIGN: "Why a transfer waits").
+WaitingReason = Literal[
+    "approval", "confirmations", "insufficient gas", "fee above cap", "nonce", "provider"
+]
 
 
 def positive_amount(value: str) -> str:
@@ -182,8 +187,9 @@ class DepositInstructions(Resource):
 
 class Transfer(Timestamped, Replayable, SealedAtRest):
     """SPEC's seven fields, plus `client_reference_id`, on on-ramps
-    `deposit_instructions` (null elsewhere), `failure_reason` (null unless failed), and
-    `approval_status` (``not_required`` unless the policy's threshold asked for one)."""
+    `deposit_instructions` (null elsewhere), `failure_reason` (null unless failed),
+    `approval_status` (``not_required`` unless the policy's threshold asked for one) and
+    `waiting_reason` (null when final or moving, else why it waits)."""
 
     id: str
     from_: TransferSide = Field(alias="from")
@@ -194,6 +200,7 @@ class Transfer(Timestamped, Replayable, SealedAtRest):
     deposit_instructions: DepositInstructions | None = None
     failure_reason: str | None = None
     approval_status: ApprovalStatus = "not_required"
+    waiting_reason: WaitingReason | None = None
 
     def holds_secret(self) -> bool:
         """Deposit instructions hold the provider's account number: sealed at rest."""

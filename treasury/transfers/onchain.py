@@ -186,7 +186,7 @@ def sign_legs(runtime: Runtime, chain: Chain, swap: Swap) -> tuple[list[store.Le
     with runtime.storage.read() as tx:
         floor = nonces.next_free_nonce(tx, swap.chain_id, swap.wallet)
     planned = _planned(runtime, chain, swap, held)
-    fees = chain.fee_fields()
+    fees = chain.offered_fees()
     nonce = max(chain.pending_nonce(swap.wallet), floor)
     legs = []
     for i, (kind, to, amount, data, gas) in enumerate(planned):
@@ -208,7 +208,7 @@ def unsigned_reserve(runtime: Runtime, chain: Chain, swap: Swap) -> Reserve:
     today's fee, none of them signed (they are signed once it is approved)."""
     held = holdings(chain, swap.wallet, swap.token_in)
     planned = _planned(runtime, chain, swap, held)
-    return _reserve(runtime, swap, held, chain.fee_fields(), planned)
+    return _reserve(runtime, swap, held, chain.offered_fees(), planned)
 
 
 def send_reserve(runtime: Runtime, chain: Chain, wallet: str, token: str, raw: int) -> Reserve:
@@ -219,7 +219,7 @@ def send_reserve(runtime: Runtime, chain: Chain, wallet: str, token: str, raw: i
         wallet=wallet,
         token=token,
         raw=raw,
-        wei=gas_price(chain.fee_fields()) * APPROVE_GAS,
+        wei=gas_price(chain.offered_fees()) * APPROVE_GAS,
         balance=held.balance,
         eth=held.eth,
         mined=held.mined,
@@ -321,6 +321,28 @@ def record_sent(
         store.update(tx, transfer_id, now, box=runtime.secrets, **fields)
     else:
         store.move(tx, transfer_id, status, now, box=runtime.secrets, **fields)
+
+
+def follow_versions(
+    tx: Transaction, runtime: Runtime, chain: Chain, row: Row, legs: list[store.Leg]
+) -> None:
+    """A transfer some of whose legs were replaced at higher fees, once settled: its
+    `transactionHash` and its tracked transactions follow the versions that were mined."""
+    older = store.versions(tx, row["id"])
+    now, chain_id = runtime.now_text(), int(row["chain_id"])
+    for position, leg in enumerate(legs):
+        hashes = [leg.signed.hash, *older.get(position, [])]
+        if len(hashes) == 1:
+            continue
+        mined = next((r for r in chain.receipts(hashes) if r is not None), None)
+        if mined is None:
+            continue
+        if mined.transaction_hash != leg.signed.hash:  # tracked as its current version
+            tracked.rehash(tx, chain_id, leg.signed.hash, mined.transaction_hash, now)
+        if position == len(legs) - 1 and mined.transaction_hash != row["transaction_hash"]:
+            store.update(
+                tx, row["id"], now, box=runtime.secrets, transaction_hash=mined.transaction_hash
+            )
 
 
 def track_legs(tx: Transaction, row: dict[str, object], legs: list[store.Leg], now: str) -> None:
