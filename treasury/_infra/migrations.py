@@ -638,4 +638,17 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 WHERE pairing = 'onramp' AND status IN ('pending', 'submitted')""",
         ],
     ),
+    (
+        20,
+        "controls, second round: the policy's destination cooldown and gas station; when a"
+        " recipient was last pointed at its address; the audit chain keyed (re-hashed by"
+        " treasury's own step, `audit.rekey`)",
+        [
+            """ALTER TABLE policies ADD COLUMN destination_cooldown_hours INTEGER NOT NULL
+                DEFAULT 24""",
+            "ALTER TABLE policies ADD COLUMN gas_station BIGINT",
+            "ALTER TABLE recipients ADD COLUMN pointed_at TEXT",
+            "UPDATE recipients SET pointed_at = created_at",
+        ],
+    ),
 ]

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Annotated, Literal, Self
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     ConfigDict,
     Field,
@@ -205,14 +207,23 @@ class Transfer(Timestamped, Replayable, SealedAtRest):
         return self.deposit_instructions is not None
 
 
+def _in_range(moment: datetime) -> datetime:
+    """A bound between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, as UTC (a time
+    zone can carry a date past either end, where Python's datetime overflows)."""
+    try:
+        return moment.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise ValueError("must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z") from None
+
+
 class ExportQuery(Body):
     """The times between which transfers are exported: created at or after `from`,
     before `to` (ISO 8601, with a time zone)."""
 
     model_config = ConfigDict(extra="ignore", strict=False, frozen=True, populate_by_name=True)
 
-    from_: AwareDatetime = Field(alias="from")
-    to: AwareDatetime
+    from_: Annotated[AwareDatetime, AfterValidator(_in_range)] = Field(alias="from")
+    to: Annotated[AwareDatetime, AfterValidator(_in_range)]
 
     @model_validator(mode="after")
     def _ordered(self) -> Self:
