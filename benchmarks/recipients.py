@@ -147,14 +147,15 @@ def audit_log(conn: sqlite3.Connection) -> Callable[[int, str], None]:
     """Give `conn` treasury's audit tables (its migrations' statements for them, replayed
     in order) and its ``sha256_hex``; return what sends the audit log's two statements,
     as treasury sends them, for a recipient's event (its number, its time). The event's
-    text around its previous hash is spelled once, here."""
+    keyed tag is computed once, here."""
     conn.create_function("sha256_hex", 1, _sha256_hex, deterministic=True)
     with conn:
         for _, _, statements in MIGRATIONS:
             for statement in statements:
                 if "audit_" in statement and (sql := statement.format(**SQLiteStorage.types)):
                     conn.execute(sql)
-    before, after = audit._around_previous(
+    tag = audit._tag(
+        b"k" * 32,
         {
             "id": "aud_0",
             "at": now_text(),
@@ -164,21 +165,14 @@ def audit_log(conn: sqlite3.Connection) -> Callable[[int, str], None]:
             "objectId": "1",
             "status": 201,
             "requestId": None,
-            "prevHash": "",
-        }
+        },
     )
-    key = b"k" * 32
+    first = audit.chained(tag, audit.GENESIS)
 
     def send(number: int, now: str) -> None:
-        head = conn.execute(audit._TAKE_HEAD, (FLOOR_ORG_ID, audit.GENESIS)).fetchone()
-        seq, previous = head[0] + 1, head[1]
-        digest = audit.keyed_hash(key, before + previous + after)
-        conn.execute(audit._ADVANCE_HEAD, (seq, previous, digest, FLOOR_ORG_ID))
+        conn.execute(audit._ADVANCE_HEAD, (FLOOR_ORG_ID, audit.GENESIS, first, tag))
         event = (f"aud_{number}", now, '{"admin":true}', "recipients.create", "recipient")
-        conn.execute(
-            audit._COPY_EVENT,
-            (FLOOR_ORG_ID, seq, *event, str(number), 201, None, previous, digest),
-        )
+        conn.execute(audit._COPY_EVENT, (*event, str(number), 201, None, FLOOR_ORG_ID))
 
     return send
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from contextlib import closing
 from typing import Any
 
 import httpx
@@ -167,11 +168,20 @@ EVENT_TEXT = st.one_of(st.none(), st.text(), st.just('"prevHash":""'), st.just('
     ),
     previous=st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
 )
-def test_the_database_hashes_what_verify_hashes(fields: dict[str, Any], previous: str) -> None:
-    """The text the database hashes (the canonical JSON spelled around the previous
-    hash) is the canonical JSON `verify` hashes, whatever the fields hold."""
-    before, after = audit._around_previous({**fields, "prevHash": ""})
-    assert before + previous + after == audit.canonical_text({**fields, "prevHash": previous})
+def test_the_database_chains_what_verify_checks(fields: dict[str, Any], previous: str) -> None:
+    """The hash the database computes (``sha256_hex`` of the tag sent and the previous
+    hash, here SQLite's) is the one `verify` expects of the event, whatever the fields
+    hold; the tag does not depend on the previous hash."""
+    import sqlite3
+
+    from treasury.backends.storage.sqlite import _sha256_hex
+
+    key = b"k" * 32
+    tag = audit._tag(key, fields)
+    with closing(sqlite3.connect(":memory:")) as conn:
+        conn.create_function("sha256_hex", 1, _sha256_hex, deterministic=True)
+        (computed,) = conn.execute("SELECT sha256_hex(? || ?)", (tag, previous)).fetchone()
+    assert computed == audit.hash_of({**fields, "prevHash": previous}, key)
 
 
 def test_events_of_any_text_verify(treasury: Treasury) -> None:

@@ -110,6 +110,46 @@ def test_a_rewritten_chain_rehashed_without_the_master_key_fails_verify(
     assert "keyed hash" in details["problem"]
 
 
+def _rechained(text: bytes) -> str:
+    """What the database computes, ``sha256_hex(tag || previous)``, with the tag guessed
+    (the SHA-256 of the event's content): the tag itself is never stored."""
+    event = json.loads(text)
+    previous = event.pop("prevHash")
+    return audit.chained(_sha256(audit.canonical(event)), previous)
+
+
+def test_a_deletion_rechained_as_the_database_chains_fails_verify(
+    treasury: Treasury, acme: Tenant
+) -> None:
+    """The database chains each event's keyed tag to its predecessor's hash in plain
+    SHA-256; without the tag (which only the process holds), an event cannot be chained
+    after another predecessor."""
+    with treasury.storage.transaction() as tx:
+        REWRITES["a deletion"](tx, acme.org.id)
+        rehash(tx, acme.org.id, _rechained)
+    _, broken = treasury.verify_audit_log()
+    assert broken is not None and broken.org_id == acme.org.id
+    assert "keyed hash" in broken.problem
+
+
+def test_events_of_the_first_keyed_chains_still_verify(treasury: Treasury, acme: Tenant) -> None:
+    """Events hashed as the first keyed chains were (the HMAC of the canonical JSON with
+    its previous hash, migration 20) verify, and the chain goes on after them."""
+    key = audit.audit_key(treasury._runtime.secrets)
+    with treasury.storage.transaction() as tx:
+        rehash(tx, acme.org.id, lambda text: hmac.new(key, text, hashlib.sha256).hexdigest())
+        (row,) = _rows(tx, acme.org.id)[-1:]
+    assert row["hash"] == audit.first_keyed_hash_of(audit.event_of(row), key)
+    acme.org.recipients.create(address=address(), label="after", idempotency_key="after")
+    assert treasury.verify_audit_log() == (7, None)  # the organization, its key, 5 recipients
+    with treasury.storage.transaction() as tx:  # an old-form event altered: caught
+        tx.execute(
+            "UPDATE audit_events SET status = 418 WHERE org_id = ? AND seq = 2", (acme.org.id,)
+        )
+    _, broken = treasury.verify_audit_log()
+    assert broken is not None and broken.seq == 2
+
+
 def test_an_event_hash_is_keyed_not_a_plain_sha256(treasury: Treasury, acme: Tenant) -> None:
     with treasury.storage.read() as tx:
         rows = _rows(tx, acme.org.id)

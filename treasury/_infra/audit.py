@@ -13,15 +13,19 @@ How a call is recorded (the organization's handle runs every call through `run`)
   >= 400, without `objectId`), since its change rolled back.
 
 The chain: each event stores `prev_hash`, the hash of its organization's previous event
-(`GENESIS` for the first), and `hash`, the HMAC-SHA256 of its own canonical JSON
-(`canonical`: the event as listed, without `hash`) under a key derived from the master
-key (`audit_key`, purpose "audit"): a database writer without the master key cannot
-re-hash a rewritten chain. `audit_heads` holds each organization's last sequence
-number, its hash and the hash before it; its row is the lock that serialises the
-appends of one organization (an upsert locks it in PostgreSQL; SQLite has one writer),
-and it shows a deleted last event. A cut tail with its head moved back, or a whole
-chain deleted, is caught by a signed checkpoint kept outside the database
-(`treasury.audit.checkpoints`).
+(`GENESIS` for the first), and `hash` = SHA-256 of its keyed tag followed by `prev_hash`
+(`chained`), the tag being the HMAC-SHA256 of the event's canonical JSON without
+`prevHash` and `hash` under a key derived from the master key (`audit_key`, purpose
+"audit"). The tag is never stored: a database writer without the master key can neither
+alter an event nor chain one after another predecessor (deleted or reordered before it),
+as either needs the tag. The process computes the tag, the database the hash, while it
+advances the head: an append waits for no answer (see docs/decisions.md). Events of the
+first keyed chains (HMAC of the canonical JSON with `prevHash`, `first_keyed_hash_of`)
+verify too. `audit_heads` holds each organization's last sequence number, its hash and
+the hash before it; its row is the lock that serialises the appends of one organization
+(an upsert locks it in PostgreSQL; SQLite has one writer), and it shows a deleted last
+event. A cut tail with its head moved back, or a whole chain deleted, is caught by a
+signed checkpoint kept outside the database (`treasury.audit.checkpoints`).
 """
 
 from __future__ import annotations
@@ -178,15 +182,17 @@ def append(
     status: int,
     request_id: str | None = None,
 ) -> str:
-    """Append one event to `org_id`'s chain in `tx`; its id. The organization's head is
-    taken (one upsert that locks it in PostgreSQL and answers its number and hash), the
-    event's hash computed here, keyed (`keyed_hash`: HMAC-SHA256 under the audit key,
-    which never leaves the process), then the head's move and the event are sent, two
-    writes whose answers nobody reads (with the commit where the backend can). Holds the
-    organization's head until `tx` ends: make it the transaction's last write."""
+    """Append one event to `org_id`'s chain in `tx`; its id. Two writes whose answers
+    nobody reads (sent with the commit where the backend can): the head advances, its
+    new hash computed by the database from the previous one and the event's keyed tag
+    (`chained`: ``sha256_hex(tag || previous hash)``; the tag, an HMAC-SHA256 of the
+    event's content under the audit key, is computed here and the key never leaves the
+    process), then the event is copied from it. Holds the organization's head (locked
+    in PostgreSQL) until `tx` ends: make it the transaction's last write."""
     event_id = "aud_" + secrets.token_hex(12)
     at, who = runtime.now_text(), actor.as_json()
-    before, after = _around_previous(
+    tag = _tag(
+        audit_key(runtime.secrets),
         {
             "id": event_id,
             "at": at,
@@ -196,19 +202,12 @@ def append(
             "objectId": object_id,
             "status": status,
             "requestId": request_id,
-            "prevHash": "",
-        }
+        },
     )
-    head = tx.one(_TAKE_HEAD, (org_id, GENESIS))
-    assert head is not None
-    seq, previous = int(head["seq"]) + 1, str(head["hash"])
-    digest = keyed_hash(audit_key(runtime.secrets), before + previous + after)
-    tx.send(_ADVANCE_HEAD, (seq, previous, digest, org_id))
+    tx.send(_ADVANCE_HEAD, (org_id, GENESIS, chained(tag, GENESIS), tag))
     tx.send(
         _COPY_EVENT,
         (
-            org_id,
-            seq,
             event_id,
             at,
             _CANONICAL.encode(who),
@@ -217,24 +216,25 @@ def append(
             object_id,
             status,
             request_id,
-            previous,
-            digest,
+            org_id,
         ),
     )
     return event_id
 
 
-#: The organization's head, created at #0 for its first event, locked and read.
-_TAKE_HEAD = (
-    "INSERT INTO audit_heads (org_id, seq, prev_hash, hash) VALUES (?, 0, NULL, ?)"
-    " ON CONFLICT (org_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash"
+#: The organization's head moves to the next event: number, previous hash and hash
+#: (the first event's computed here, every later one by the database).
+_ADVANCE_HEAD = (
+    "INSERT INTO audit_heads (org_id, seq, prev_hash, hash) VALUES (?, 1, ?, ?)"
+    " ON CONFLICT (org_id) DO UPDATE SET seq = audit_heads.seq + 1,"
+    " prev_hash = audit_heads.hash, hash = sha256_hex(? || audit_heads.hash)"
 )
-#: The head moves to the new event: its number, previous hash and hash.
-_ADVANCE_HEAD = "UPDATE audit_heads SET seq = ?, prev_hash = ?, hash = ? WHERE org_id = ?"
 #: The event, numbered and chained as its head now says.
 _COPY_EVENT = (
     "INSERT INTO audit_events (org_id, seq, id, at, actor, operation, object_type,"
-    " object_id, status, request_id, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " object_id, status, request_id, prev_hash, hash)"
+    " SELECT org_id, seq, ?, ?, ?, ?, ?, ?, ?, ?, prev_hash, hash FROM audit_heads"
+    " WHERE org_id = ?"
 )
 #: The purpose the audit chain's key is derived for from the master key.
 AUDIT_PURPOSE = "audit"
@@ -245,22 +245,17 @@ def audit_key(box: SecretBox) -> bytes:
     return box.derive(AUDIT_PURPOSE)
 
 
-def keyed_hash(key: bytes, text: str) -> str:
-    """HMAC-SHA256 (hex) of `text`'s UTF-8 under `key`: an event's hash."""
-    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+def _tag(key: bytes, content: dict[str, Any]) -> str:
+    """The keyed tag of an event's content (every field but `prevHash` and `hash`):
+    HMAC-SHA256 (hex) of its canonical JSON under the audit key."""
+    return hmac.new(key, _CANONICAL.encode(content).encode(), hashlib.sha256).hexdigest()
 
 
-_PREVIOUS = '"prevHash":""'
-
-
-def _around_previous(event: dict[str, Any]) -> tuple[str, str]:
-    """An event's canonical JSON (`event`, without `hash`, its `prevHash` empty) before
-    and after its previous hash's value (the text between the quotes of
-    ``"prevHash":"…"``). A value cannot hold ``"prevHash":""`` unescaped, so the split is
-    at the field itself."""
-    before, found, after = _CANONICAL.encode(event).partition(_PREVIOUS)
-    assert found
-    return before + _PREVIOUS[:-1], _PREVIOUS[-1] + after
+def chained(tag: str, previous: str) -> str:
+    """An event's hash from its keyed tag and its predecessor's hash: the SHA-256 (hex)
+    of the two hex texts, tag first. What the database computes (``sha256_hex``) when
+    it advances the head."""
+    return hashlib.sha256((tag + previous).encode()).hexdigest()
 
 
 def event_of(row: Row) -> dict[str, Any]:
@@ -294,9 +289,20 @@ def canonical(event: dict[str, Any]) -> bytes:
 
 
 def hash_of(event: dict[str, Any], key: bytes) -> str:
-    """The HMAC-SHA256 (hex) of an event's canonical JSON under the audit key: what its
-    `hash` must be."""
+    """What an event's `hash` must be: `chained` of its keyed tag (HMAC-SHA256 under the
+    audit key of its canonical JSON without `prevHash` and `hash`) and its `prevHash`."""
+    content = {name: value for name, value in event.items() if name not in _LINKS}
+    return chained(_tag(key, content), event["prevHash"])
+
+
+def first_keyed_hash_of(event: dict[str, Any], key: bytes) -> str:
+    """The HMAC-SHA256 (hex) under the audit key of an event's canonical JSON, its
+    `prevHash` included: how the first keyed chains were hashed (migration 20, before
+    the tag was chained in the database), which `verify` still accepts for such events."""
     return hmac.new(key, canonical(event), hashlib.sha256).hexdigest()
+
+
+_LINKS = ("prevHash", "hash")
 
 
 def plain_hash_of(event: dict[str, Any]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .._infra.audit import GENESIS, event_of, hash_of
+from .._infra.audit import GENESIS, event_of, first_keyed_hash_of, hash_of
 from ..backends.storage.base import Row, Storage
 
 _COLUMNS = "org_id, seq, id, at, actor, operation, object_type, object_id, status, request_id"
@@ -76,6 +76,7 @@ def _link(row: Row, seq: int, previous: str, key: bytes) -> str | None:
         return f"expected event #{seq} here: events missing or reordered"
     if row["prev_hash"] != previous:
         return "its previous hash is not the hash of the event before it (deleted or reordered)"
-    if hash_of(event_of(row), key) != row["hash"]:
+    event = event_of(row)
+    if hash_of(event, key) != row["hash"] and first_keyed_hash_of(event, key) != row["hash"]:
         return "its hash is not the keyed hash of its content (altered or re-hashed)"
     return None
