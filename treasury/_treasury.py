@@ -38,7 +38,7 @@ from .bank_accounts import BankAccounts
 from .bank_accounts.operations import finish_registrations
 from .config import Settings
 from .deposits import detect_deposits
-from .errors import AuthenticationError, Forbidden
+from .errors import AuthenticationError, Forbidden, RateLimited
 from .evm.signing import Signer
 from .policy import Policies
 from .recipients import Recipients
@@ -237,15 +237,51 @@ class OrganizationHandle:
         """Run `action`, a call of `operation` (an `Operation` of the table) with its
         `path` parameters, as this handle: its scope checked first, and audited when it
         changes state (refused calls too). A front end runs its requests through here
-        (with their `request_id`); the groups' methods do too, and within a request
+        with their `request_id`: a refused request that changes nothing (a read) is
+        recorded too. The groups' methods run through here as well, and within a request
         they are part of it."""
         if not operation.mutating:
-            self.require(operation.scope)
-            return action()
+            if request_id is None:  # a read from Python: a refusal is the caller's exception
+                self.require(operation.scope)
+                return action()
+            try:
+                self.require(operation.scope)
+                return action()
+            except Exception as error:
+                self.refused(operation, error, path=path, request_id=request_id)
+                raise
         if audit.running():  # within a request (HTTP): part of its call
             self.require(operation.scope)
             return audit.within(action)
-        call = audit.Call(
+        call = self._call(operation, path, request_id)
+
+        def checked() -> T:
+            self.require(operation.scope)
+            return action()
+
+        return audit.run(call, checked)
+
+    def refused(
+        self,
+        operation: Operation[Any],
+        error: Exception,
+        *,
+        path: Sequence[Any] | Mapping[str, Any] = (),
+        request_id: str | None = None,
+    ) -> None:
+        """Record a request of `operation` refused with `error` (its status; 500 for what
+        is not a `TreasuryError`) in the organization's audit log, naming the object its
+        `path` names: what a front end does for a refusal that never reached `run` (a key
+        past its rate limit). Never raises."""
+        audit.refused(self._call(operation, path, request_id), error)
+
+    def _call(
+        self,
+        operation: Operation[Any],
+        path: Sequence[Any] | Mapping[str, Any],
+        request_id: str | None,
+    ) -> audit.Call:
+        return audit.Call(
             runtime=self.scope.runtime,
             org_id=self.id,
             actor=audit.ADMIN
@@ -258,12 +294,6 @@ class OrganizationHandle:
             object_id=operation.object_id(path),
             identify=lambda result: operation.object_id((), result),
         )
-
-        def checked() -> T:
-            self.require(operation.scope)
-            return action()
-
-        return audit.run(call, checked)
 
     def require_chain(self, chain_id: int) -> None:
         """Nothing if `chain_id` is configured, else the 404 of an unsupported chain."""
@@ -362,17 +392,33 @@ class Treasury:
         scope = Scope(self._runtime, key["org_id"], key["user_id"], key["id"], scopes)
         return OrganizationHandle(scope, key["id"], scopes)
 
-    def authenticate(self, secret: str | None, *, client: str = "unknown") -> OrganizationHandle:
+    def authenticate(
+        self,
+        secret: str | None,
+        *,
+        client: str = "unknown",
+        operation: Operation[Any] | None = None,
+        path: Sequence[Any] | Mapping[str, Any] = (),
+        request_id: str | None = None,
+    ) -> OrganizationHandle:
         """`for_api_key` plus one request counted (HTTP use): against the key, whose
         standing is the handle's `quota`; or, when the key is refused, against the
-        `client` address, which past its own limit is answered 429 instead of 401."""
+        `client` address, which past its own limit is answered 429 instead of 401. A
+        valid key past its limit is refused with `RateLimited`, recorded in its
+        organization's audit log as a refused request of `operation` (with its `path`
+        and `request_id`) when the front end names it."""
         try:
             org = self.for_api_key(secret)
         except AuthenticationError:
             self.rate_limiter.hit_address(client)
             raise
         assert org.api_key_id is not None
-        org.quota = self.rate_limiter.hit_key(org.api_key_id)
+        try:
+            org.quota = self.rate_limiter.hit_key(org.api_key_id)
+        except RateLimited as limited:
+            if operation is not None:
+                org.refused(operation, limited, path=path, request_id=request_id)
+            raise
         return org
 
     def for_organization(self, org_id: str, *, user_id: str = "system") -> OrganizationHandle:

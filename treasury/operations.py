@@ -48,7 +48,7 @@ from ._infra.models import (
     PageQuery,
     RowId,
 )
-from ._infra.validation import field_errors, value_errors
+from ._infra.validation import field_errors, valid_value, value_errors
 from ._records.transactions import TxHash
 from .admin.scopes import ApiScope
 from .audit import AuditEvent, AuditEvents
@@ -151,6 +151,16 @@ class PathParam:
         kind = get_args(self.type)[0] if get_origin(self.type) is Annotated else self.type
         return kind is int
 
+    def canonical(self, value: Any) -> str | None:
+        """`value` as the API answers it, as its type validates it: an integer without
+        leading zeros, an address or a hash in lowercase, a uuid lowercase with hyphens;
+        None when it is not a value of its type (it names no object)."""
+        parsed = valid_value(self.type, value)
+        if parsed is None:
+            return None
+        text = str(parsed)
+        return text.lower() if text.startswith("0x") else text
+
 
 class _Reached:
     """A stand-in root that remembers the attributes an accessor reaches."""
@@ -236,10 +246,11 @@ class Operation(Generic[R]):
         return _object_keys().get(self.name.partition(".")[0], "id")
 
     def object_id(self, path: Sequence[Any] | Mapping[str, Any], result: Any = None) -> str | None:
-        """The id of the object a call acts on, for its audit event: its `object_param`
-        from `path` (the call's values, in order or by name), else its `object_key` read
-        from `result` (a new wallet's ``address``, a new recipient's ``id``), also in a
-        model the result holds."""
+        """The id of the object a call acts on, for its audit event, as the API answers
+        it: its `object_param` from `path` (the call's values, in order or by name;
+        `PathParam.canonical`: ``007`` is ``7``, an address lowercase), else its
+        `object_key` read from `result` (a new wallet's ``address``, a new recipient's
+        ``id``), also in a model the result holds."""
         named = self.object_param
         if named is not None:
             name, index = named
@@ -248,7 +259,7 @@ class Operation(Generic[R]):
             else:
                 value = path[index] if len(path) > index else None
             if value is not None:
-                return str(value)
+                return self.path_params[index].canonical(value)
         if result is None:
             return None
         key = self.object_key

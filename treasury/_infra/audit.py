@@ -10,7 +10,9 @@ How a call is recorded (the organization's handle runs every call through `run`)
   the event is appended there, so it commits or rolls back with the change.
 * A call that committed nothing of its own (an idempotent replay, a prepare, the faucet)
   is recorded by `run` after it, in its own transaction; so is a refused call (status
-  >= 400, without `objectId`), since its change rolled back.
+  >= 400, `refused`: naming the object its path names, if any), since its change rolled
+  back. A front end records its refusals that never reach `run` (a request past its
+  key's rate limit, a body too large) and refused reads with `refused` too.
 
 The chain: each event stores `prev_hash`, the hash of its organization's previous event
 (`GENESIS` for the first), and `hash` = SHA-256 of its keyed tag followed by `prev_hash`
@@ -104,7 +106,7 @@ def run(call: Call, action: Callable[[], T]) -> T:
         result = action()
     except Exception as error:
         _current.reset(token)
-        _refused(call, error)
+        refused(call, error)
         raise
     except BaseException:
         _current.reset(token)
@@ -157,15 +159,17 @@ def _append_call(tx: Transaction, call: Call, object_id: str | None, status: int
     )
 
 
-def _refused(call: Call, error: Exception) -> None:
-    """Record a refused call in its own transaction, unless its event committed before
-    the refusal (a change made, then a failure after it). Never hides `error`."""
+def refused(call: Call, error: Exception) -> None:
+    """Record a refused call (status: `error`'s, 500 for what is not a `TreasuryError`)
+    in its own transaction, naming the object its path named (`Call.object_id`), unless
+    its event committed before the refusal (a change made, then a failure after it).
+    Never hides `error`: a failure to record is logged."""
     status = error.status if isinstance(error, TreasuryError) else 500
     if call.recorded():
         return
     try:
         with call.runtime.storage.transaction() as tx:
-            _append_call(tx, call, None, status)
+            _append_call(tx, call, call.object_id, status)
     except Exception:
         log.exception("could not record the refused call %s", call.operation)
 

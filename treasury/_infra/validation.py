@@ -41,6 +41,14 @@ def value_errors(annotation: Any, value: Any, location: str, field: str) -> list
     return []
 
 
+def valid_value(annotation: Any, value: Any) -> Any:
+    """`value` validated against a type, or None when it is not valid."""
+    try:
+        return _adapter(annotation).validate_python(value)
+    except pydantic.ValidationError:
+        return None
+
+
 def parse_value(annotation: Any, value: Any, location: str, field: str) -> Any:
     """Validate one value (a path or query parameter) against a type, or raise a 400."""
     try:

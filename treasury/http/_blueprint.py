@@ -29,8 +29,8 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter
 
 from .._infra.models import CsvTable, Replayable, Resource
-from .._treasury import Treasury
-from ..errors import MethodNotAllowed, NotFound
+from .._treasury import OrganizationHandle, Treasury
+from ..errors import AuthenticationError, MethodNotAllowed, NotFound
 from ..operations import (
     IDEMPOTENCY_HEADER,
     PATH_PARAM,
@@ -44,7 +44,7 @@ from ..operations import (
 )
 from . import _access
 from ._access import AccessLog
-from ._body import json_body
+from ._body import BODY_REFUSED, json_body, refused_body, too_large
 from ._errors import error_response
 from ._openapi import openapi_document
 
@@ -62,6 +62,7 @@ def create_blueprint(
     blueprint = Blueprint(name, __name__, url_prefix=url_prefix)
     blueprint.record_once(_add_converters)
     blueprint.before_app_request(_aliased_path(url_prefix))
+    blueprint.before_app_request(_refused_body(name))
     for operations in routes():
         blueprint.add_url_rule(
             flask_rule(operations[0]),
@@ -159,6 +160,25 @@ def _aliased_path(url_prefix: str) -> Callable[[], Response | None]:
     return refuse
 
 
+def _refused_body(blueprint_name: str) -> Callable[[], Response | None]:
+    """The 413 of a request whose body the server refused unread (`BODY_REFUSED`) when
+    it reaches no operation that takes an API key (those answer it themselves, after the
+    key, so that it is recorded in the organization's audit log)."""
+    keyed = {
+        f"{blueprint_name}.{endpoint(operations[0])}"
+        for operations in routes()
+        if not operations[0].public
+    }
+
+    def refuse() -> Response | None:
+        limit = request.environ.get(BODY_REFUSED)
+        if limit is None or request.endpoint in keyed:
+            return None
+        return error_response(too_large(limit))
+
+    return refuse
+
+
 def flask_rule(operation: Operation[Any]) -> str:
     """The operation's path as a Flask rule: ``{id}`` of an integer becomes
     ``<treasury_digits:id>`` (ASCII digits only)."""
@@ -198,19 +218,29 @@ def _view(treasury: Treasury, operations: Sequence[Operation[Any]]) -> Callable[
         operation = only if only is not None else selected(operations, request.args)
         if operation.public:
             return _answer(operation, treasury, params)
-        org = treasury.authenticate(request.headers.get("x-api-key"), client=_client())
         request_id, new = _access.request_id(request.environ)
-        try:
+        org: OrganizationHandle | None = None
+        try:  # a valid key past its limit: 429, recorded in its organization's log
+            org = treasury.authenticate(
+                request.headers.get("x-api-key"),
+                client=_client(),
+                operation=operation,
+                path=params,
+                request_id=request_id,
+            )
             response = org.run(
                 operation,
                 lambda: _answer(operation, org, params),
                 path=params,
                 request_id=request_id,
             )
+        except AuthenticationError as refused:  # no organization to record it for
+            limit = request.environ.get(BODY_REFUSED)
+            response = error_response(refused if limit is None else too_large(limit))
         except Exception as raised:
             response = error_response(raised)
-        if org.quota is not None:  # every answer to an authenticated request says it
-            response.headers.update(org.quota.headers)
+        if org is not None and org.quota is not None:  # every answer to an authenticated
+            response.headers.update(org.quota.headers)  # request says it
         if new:  # mounted in a host app: no access log sends it
             response.headers["X-Request-Id"] = request_id
         return response
@@ -218,6 +248,7 @@ def _view(treasury: Treasury, operations: Sequence[Operation[Any]]) -> Callable[
     def _answer(
         operation: Operation[Any], root: Handle | Public, params: dict[str, Any]
     ) -> Response:
+        refused_body()  # the server refused the body unread: 413, in the call (recorded)
         key = request.headers.get(IDEMPOTENCY_HEADER)
         result = invoke(
             operation,

@@ -1,6 +1,8 @@
 """Reading a request's JSON body, bounded before and while parsing.
 
-The body is read in chunks up to `max_bytes` (413 past it, chunked uploads included).
+The body is read in chunks up to `max_bytes` (413 past it, chunked uploads included); a
+body the server already refused unread reaches the app marked (`BODY_REFUSED`), so that
+the 413 is the app's, recorded like any refusal.
 Its nesting is measured before it is parsed: Python's JSON parser recurses in C, and a
 library that raises the recursion limit (py_ecc, imported with web3, sets 100,000) lets
 a body of 75,000 ``[`` overflow the C stack and kill the process. Numbers are bounded
@@ -25,11 +27,28 @@ _CHUNK = 64 * 1024
 _SPECIAL = re.compile(rb'[\[\]{}"\\]')
 
 
+#: The WSGI environ key of a request whose body the server refused unread (above the
+#: limit; `treasury serve`'s waitress): the app answers it 413, and records the refusal
+#: for the key's organization. Its value is the limit, in bytes.
+BODY_REFUSED = "treasury.body_refused"
+
+
+def refused_body() -> None:
+    """Nothing, unless the server refused this request's body (`BODY_REFUSED`): 413."""
+    limit = request.environ.get(BODY_REFUSED)
+    if limit is not None:
+        raise too_large(limit)
+
+
+def too_large(max_bytes: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"Request body exceeds {max_bytes} bytes")
+
+
 def json_body(max_bytes: int) -> Any:
     """The parsed JSON body; {} when empty. 413 over the limit, 415 if not JSON."""
     length = request.content_length  # read once: each `request.` use goes through its proxy
     if length is not None and length > max_bytes:
-        raise PayloadTooLarge(f"Request body exceeds {max_bytes} bytes")
+        raise too_large(max_bytes)
     raw = _read_at_most(max_bytes, length)
     if not raw.strip():
         return {}
@@ -129,6 +148,6 @@ def _read_at_most(max_bytes: int, length: int | None) -> bytes:
     while chunk := request.stream.read(_CHUNK):
         size += len(chunk)
         if size > max_bytes:
-            raise PayloadTooLarge(f"Request body exceeds {max_bytes} bytes")
+            raise too_large(max_bytes)
         parts.append(chunk)
     return b"".join(parts)

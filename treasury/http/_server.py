@@ -17,12 +17,15 @@ and oversized bodies, with its own errors in the JSON error body.
   second of it, by the waiting thread or by the server loop's sweep).
 - Waitress refuses a declared body above ``max_body_bytes`` before reading it, and a
   chunked one as soon as it passes the limit: nothing above it is ever spooled to disk.
-- What waitress answers itself (a malformed request line, headers above 256 KiB, a body
-  too large, an unsupported transfer coding) is the JSON error body too.
+  The request then goes to the app without its body, marked (`BODY_REFUSED`): the app
+  answers the 413, and records it in the audit log of the API key's organization.
+- What waitress answers itself (a malformed request line, headers above 256 KiB, an
+  unsupported transfer coding) is the JSON error body too.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import threading
@@ -33,7 +36,10 @@ from typing import Any
 from waitress.adjustments import Adjustments
 from waitress.channel import ClientDisconnected, HTTPChannel
 from waitress.server import MultiSocketServer, TcpWSGIServer
-from waitress.task import ErrorTask, ThreadedTaskDispatcher
+from waitress.task import ErrorTask, ThreadedTaskDispatcher, WSGITask
+from waitress.utilities import RequestEntityTooLarge
+
+from ._body import BODY_REFUSED
 
 try:
     import resource
@@ -57,20 +63,41 @@ MAX_STAND_INS = 64
 
 
 class _JsonErrorTask(ErrorTask):  # type: ignore[misc]
-    """Waitress's own refusals (400, 413, 431, 501, 500), as the JSON error body."""
+    """Waitress's own refusals (400, 431, 501, 500), as the JSON error body."""
 
     def execute(self) -> None:
         error = self.request.error
         answer: dict[str, Any] = {"error": error.reason, "details": {"reason": error.body}}
-        if error.code == 413:  # as the app words it
-            limit = self.channel.adj.max_request_body_size - 1
-            answer = {"error": f"Request body exceeds {limit} bytes"}
         body = json.dumps(answer).encode()
         self.status = f"{error.code} {error.reason}"
         self.response_headers.append(("Content-Type", "application/json"))
         self.set_close_on_finish()
         self.content_length = len(body)
         self.write(body)
+
+
+class _RefusedBodyTask(WSGITask):  # type: ignore[misc]
+    """A request whose body waitress refused unread (above the limit), handed to the app
+    without a body and marked `BODY_REFUSED` (the limit): the app answers the 413 after
+    the API key, so that the refusal is recorded in the key's organization's audit log.
+    The connection closes after it (the body's bytes are still coming)."""
+
+    def execute(self) -> None:
+        self.set_close_on_finish()
+        super().execute()
+
+    def get_environment(self) -> dict[str, Any]:
+        environ: dict[str, Any] = super().get_environment()
+        environ["wsgi.input"] = io.BytesIO()
+        environ[BODY_REFUSED] = self.channel.adj.max_request_body_size - 1
+        return environ
+
+
+def _error_task(channel: Any, request: Any) -> Any:
+    """The task of a request waitress refused: the app's for a body too large."""
+    if isinstance(request.error, RequestEntityTooLarge):
+        return _RefusedBodyTask(channel, request)
+    return _JsonErrorTask(channel, request)
 
 
 class _Dispatcher(ThreadedTaskDispatcher):  # type: ignore[misc]
@@ -99,7 +126,7 @@ class _Dispatcher(ThreadedTaskDispatcher):  # type: ignore[misc]
 
 
 class _Channel(HTTPChannel):  # type: ignore[misc]
-    error_task_class = _JsonErrorTask
+    error_task_class = staticmethod(_error_task)
     dropped = False  # set when its client read nothing for `send_timeout`
 
     def _flush_outbufs_below_high_watermark(self) -> None:
