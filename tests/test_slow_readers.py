@@ -8,12 +8,14 @@ from __future__ import annotations
 import socket
 import sqlite3
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import httpx
 
 from treasury import Treasury
+from treasury.config import dump_toml
 
 from .conftest import MASTER_KEY, sqlite_only
 from .processes import serving
@@ -22,8 +24,8 @@ ROWS = 150_000
 SLOW = 8
 
 
-def _store_with_a_long_list(path: Path) -> str:
-    """A SQLite store whose organization saved ROWS recipients; its API key."""
+def _store_with_a_long_list(path: Path, rows: int = ROWS) -> str:
+    """A SQLite store whose organization saved `rows` recipients; its API key."""
     t = Treasury.open(f"sqlite:///{path}", master_key=MASTER_KEY)
     org = t.admin.create_organization("Acme")
     secret = t.admin.create_api_key(org.id, user_id="reader").secret
@@ -35,7 +37,7 @@ def _store_with_a_long_list(path: Path) -> str:
             " pointed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 (org.id, n, f"0x{n:040x}", f"Vendor number {n:06d}", now, now, now)
-                for n in range(1, ROWS + 1)
+                for n in range(1, rows + 1)
             ),
         )
     return secret
@@ -76,3 +78,91 @@ def test_eight_clients_that_never_read_do_not_delay_another(tmp_path: Path) -> N
         finally:
             for s in slow:
                 s.close()
+
+
+SEND_TIMEOUT = 3  # seconds: `send_timeout_s` of the gunicorn test
+GUNICORN_ROWS = 60_000  # ~10 MB: more than every buffer between the server and a client
+
+
+@sqlite_only  # the rows are written with sqlite3 directly, for speed
+def test_under_gunicorn_slow_readers_are_dropped_within_the_send_timeout(
+    tmp_path: Path,
+) -> None:
+    """``treasury serve --processes 2 --threads 2``: four request threads in all, four
+    clients that never read a ~10 MB list. Another client sent meanwhile is answered
+    within `send_timeout_s` + 5 s, and each slow client is dropped within `send_timeout_s`
+    + 5 s of its answer's first bytes: no worker process holds its connection any more
+    (what is left of its answer is the kernel's, cut short by a FIN)."""
+    import psutil
+    import redis
+
+    from .conftest import require_redis
+
+    redis_url = require_redis().rsplit("/", 1)[0] + "/13"
+    redis.Redis.from_url(redis_url).flushdb()
+    secret = _store_with_a_long_list(tmp_path / "t.db", GUNICORN_ROWS)
+    config = tmp_path / "treasury.toml"
+    config.write_text(
+        dump_toml(
+            {
+                "storage": f"sqlite:///{tmp_path / 't.db'}",
+                "master_key": MASTER_KEY,
+                "chains": {},  # processes cannot share the in-process devnet
+                "rate_limit_storage": redis_url,  # nor rate limits in memory
+                "send_timeout_s": SEND_TIMEOUT,
+            }
+        )
+    )
+    env = {"TREASURY_CONFIG": str(config)}
+    args = ("--processes", "2", "--threads", "2", "--no-worker")
+    with serving(tmp_path, *args, env=env) as server:
+        workers = psutil.Process(server.process.pid).children()  # gunicorn's two
+        assert len(workers) == 2
+
+        def held(s: socket.socket) -> bool:
+            port = s.getsockname()[1]
+            return any(
+                c.raddr and c.raddr.port == port for w in workers for c in w.net_connections()
+            )
+
+        slow = [_never_reading(server.base, secret) for _ in range(4)]
+        begun: dict[int, float] = {}  # slow client -> when its answer's first bytes came
+
+        def watch() -> None:
+            deadline = time.monotonic() + 60
+            while len(begun) < len(slow) and time.monotonic() < deadline:
+                for i, s in enumerate(slow):
+                    if i not in begun and _has_bytes(s):
+                        begun[i] = time.monotonic()
+                time.sleep(0.05)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            time.sleep(1)  # they take every request thread
+            started = time.monotonic()
+            with httpx.Client(
+                base_url=server.base, headers={"x-api-key": secret}, timeout=60
+            ) as other:
+                answer = other.get("/policy")
+            waited = time.monotonic() - started
+            assert answer.status_code == 200, answer.text
+            assert waited < SEND_TIMEOUT + 5, waited
+
+            watcher.join()
+            assert len(begun) == len(slow), begun  # every slow client's answer had begun
+            for i, s in enumerate(slow):
+                time.sleep(max(0.0, begun[i] + SEND_TIMEOUT + 5 - time.monotonic()))
+                assert not held(s), f"slow client {i} still held {SEND_TIMEOUT + 5} s on"
+        finally:
+            watcher.join()
+            for s in slow:
+                s.close()
+        assert server.alive()
+
+
+def _has_bytes(s: socket.socket) -> bool:
+    try:
+        return bool(s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except BlockingIOError:
+        return False
