@@ -22,9 +22,12 @@ class AuditEvent(Resource):
     """One request that changed state, or was refused, or one admin action.
 
     `operation` is its name in the table of operations (``"transfers.create"``), or
-    ``"admin.<method>"`` for an admin action; `object_id` is None when refused.
-    `prev_hash` is the `hash` of the organization's previous event (64 zeros for its
-    first) and `hash` the SHA-256 of this event's canonical JSON without `hash`."""
+    ``"admin.<method>"`` for an admin action; `object_id` is the id of the object it
+    acted on as the API answers it (``"7"`` for a path's ``007``, an address lowercase),
+    the one its path named when refused, else None. `prev_hash` is the `hash` of the
+    organization's previous event (64 zeros for its first) and `hash` the SHA-256 of its
+    keyed tag (the HMAC-SHA256, under a key derived from the master key, of this event's
+    canonical JSON without `prevHash` and `hash`) followed by `prev_hash`."""
 
     id: str
     at: datetime
