@@ -129,6 +129,7 @@ class SecretBox:
     def __init__(self, master_key: bytes):
         self._master = master_key
         self._ciphers: dict[str, AESGCM] = {}  # one per purpose, made on first use
+        self._derived: dict[str, bytes] = {}  # likewise: `derive` runs on every audit append
 
     def _aead(self, purpose: str) -> AESGCM:
         cipher = self._ciphers.get(purpose)
@@ -142,7 +143,12 @@ class SecretBox:
 
     def derive(self, purpose: str) -> bytes:
         """A 32-byte subkey for one purpose (HMAC-SHA256 of the purpose)."""
-        return hmac.new(self._master, purpose.encode(), hashlib.sha256).digest()
+        key = self._derived.get(purpose)
+        if key is None:
+            key = self._derived[purpose] = hmac.new(
+                self._master, purpose.encode(), hashlib.sha256
+            ).digest()
+        return key
 
     def encrypt(self, purpose: str, plaintext: str) -> bytes:
         return encrypt(self._aead(purpose), purpose, plaintext)
