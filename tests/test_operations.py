@@ -101,6 +101,11 @@ def samples(live: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
             "/v1/transfers",
             {"json": onramp(bank, wallet.address), "headers": idem()},
         ),
+        "transfers.create_batch": (
+            "POST",
+            "/v1/transfers/batch",
+            {"json": {"items": [onramp(bank, wallet.address)]}, "headers": idem()},
+        ),
         "transfers.list": ("GET", "/v1/transfers?limit=10", {}),
         "transfers.export": (
             "GET",

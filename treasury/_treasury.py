@@ -50,6 +50,7 @@ from .transactions.indexer import index_transactions
 from .transfers import Transfers
 from .transfers.approvals import expire_approvals, start_approved_transfers
 from .transfers.jobs import advance_transfers, finish_transfers, heal_nonce_holes
+from .transfers.runs import start_queued_transfers
 from .transfers.sweep import sweep_virtual_wallets
 from .virtual import VirtualAccountGroup, VirtualWalletGroup
 from .wallets import Wallets
@@ -70,6 +71,7 @@ JOBS: tuple[Job, ...] = (
     Job("finish_transfers", finish_transfers),
     Job("expire_transfer_approvals", expire_approvals),
     Job("start_approved_transfers", start_approved_transfers),
+    Job("start_queued_transfers", start_queued_transfers),
     Job("index_transactions", index_transactions),
     Job("check_blocks", check_blocks),
     Job("advance_transfers", advance_transfers),
@@ -344,6 +346,7 @@ class Treasury:
             sweep_minimum=settings.sweep_minimum,
             snapshot_interval=settings.snapshot_interval,
             deposit_confirmations=settings.deposit_confirmations,
+            max_in_flight=settings.max_in_flight,
         )
         runtime.fiat.bind(
             FiatContext(runtime.chains.get, store, secrets.derive("encrypt:fiat-plugin"))

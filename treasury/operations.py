@@ -62,7 +62,7 @@ from .test_helpers import Faucet, Funded, TestHelpers
 from .transactions import Recorded, RecordTransaction, Transaction, Transactions
 from .transactions.models import TransactionsQuery
 from .transfers import CreateTransfer, Transfer, Transfers
-from .transfers.models import EXPORT, ExportQuery
+from .transfers.models import EXPORT, CreateTransferBatch, ExportQuery, TransferBatch
 from .virtual import VirtualAccount, VirtualAccountGroup, VirtualWallet, VirtualWalletGroup
 from .wallets import (
     CreateWallet,
@@ -398,6 +398,12 @@ OPERATIONS: tuple[Operation[Any], ...] = (
         "transfers.create", "POST", "/transfers", Transfer, lambda org: org.transfers.create,
         status=201, body=CreateTransfer, idempotency="required",
         summary="Move value between a bank, wallets and c0",
+    ),
+    Operation(
+        "transfers.create_batch", "POST", "/transfers/batch", TransferBatch,
+        lambda org: org.transfers.create_batch, body=CreateTransferBatch,
+        idempotency="required",
+        summary="A payout run: up to 1,000 transfers, each judged as POST /transfers (200, per item)",
     ),
     Operation(
         "transfers.list", "GET", "/transfers", Page[Transfer], lambda org: org.transfers.list,

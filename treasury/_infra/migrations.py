@@ -651,4 +651,18 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "UPDATE recipients SET pointed_at = created_at",
         ],
     ),
+    (
+        22,
+        "payout runs: a transfer queued while its wallet had no room among its legs in"
+        " flight (its place in the wallet's queue), and the queue by wallet",
+        [
+            # set when a transfer was accepted without its legs signed because its wallet
+            # already had `max_in_flight` legs in flight: its place in the queue (the time
+            # of acceptance, then its index in its batch), kept once it starts, so that a
+            # refusal upstream fails it (it was announced) instead of forgetting it
+            "ALTER TABLE transfers ADD COLUMN queued TEXT",
+            """CREATE INDEX transfers_queue ON transfers (chain_id, wallet_address, queued)
+                WHERE stage = 'queued'""",
+        ],
+    ),
 ]

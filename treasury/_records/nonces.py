@@ -166,3 +166,14 @@ def unconfirmed_swaps(tx: Transaction, chain_id: int, sender: str, token: str, t
         (chain_id, sender, token, to),
     )
     return sum(int(row["amount"]) for row in rows)
+
+
+def in_flight(tx: Transaction, chain_id: int, sender: str, mined: int) -> int:
+    """How many stored legs of `sender` are in flight: at or above its mined nonce `mined`,
+    of a transfer that has not failed (signed, and sent or about to be; not mined yet)."""
+    row = tx.one(
+        "SELECT COUNT(*) AS n FROM transfer_legs l JOIN transfers t ON t.id = l.transfer_id"
+        f" WHERE l.chain_id = ? AND l.sender = ? AND l.nonce >= ? AND t.status <> {FAILED}",
+        (chain_id, sender, mined),
+    )
+    return 0 if row is None else int(row["n"])

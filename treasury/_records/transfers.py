@@ -16,9 +16,11 @@ from ..backends.storage.base import Transaction
 #: A transfer's status, as the API shows it.
 Status = Literal["pending", "submitted", "completed", "failed"]
 #: How far a transfer's upstream work went (see `treasury.transfers.store`); ``awaiting``:
-#: none, the transfer waits for its approval.
-Stage = Literal["awaiting", "claimed", "recorded"]
+#: none, the transfer waits for its approval; ``queued``: none, it waits for room among
+#: its wallet's legs in flight (`max_in_flight`).
+Stage = Literal["awaiting", "queued", "claimed", "recorded"]
 AWAITING: Stage = "awaiting"
+QUEUED: Stage = "queued"
 CLAIMED: Stage = "claimed"
 RECORDED: Stage = "recorded"
 #: Where a transfer stands with four-eyes approval (DESIGN §3 Controls).

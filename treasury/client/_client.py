@@ -201,4 +201,9 @@ def _payload(model: type[BaseModel], args: tuple[Any, ...], fields: Mapping[str,
 
 
 def _plain(value: Any) -> Any:
-    return value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
+    """A value as JSON: a model by its aliases, and so each of a list's (a batch's items)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value

@@ -141,14 +141,18 @@ def gas_price(fees: dict[str, int]) -> int:
 Planned = list[tuple[str, str, int, bytes, int]]  # kind, to, amount, data, gas
 
 
-def _planned(runtime: Runtime, chain: Chain, swap: Swap, held: Holdings) -> Planned:
+def _planned(
+    runtime: Runtime, chain: Chain, swap: Swap, held: Holdings, spoken_for: int | None = None
+) -> Planned:
     """The legs a swap takes now: an approval when the allowance (less what unfinished
-    swaps may still spend of it) is short, then the swap."""
+    swaps may still spend of it, `spoken_for` when the caller knows it) is short, then
+    the swap."""
     facility = chain.addresses["swap_facility"]
-    with runtime.storage.read() as tx:
-        spoken_for = nonces.unconfirmed_swaps(
-            tx, swap.chain_id, swap.wallet, swap.token_in, facility
-        )
+    if spoken_for is None:
+        with runtime.storage.read() as tx:
+            spoken_for = nonces.unconfirmed_swaps(
+                tx, swap.chain_id, swap.wallet, swap.token_in, facility
+            )
     planned: Planned = []
     if held.allowance - spoken_for < swap.raw:  # an earlier swap may not have spent it yet
         if swap.usdt and held.allowance > 0:
@@ -368,3 +372,63 @@ def track_legs(tx: Transaction, row: dict[str, object], legs: list[store.Leg], n
             }
         )
         tracked.insert(tx, org_id, chain_id, request, wallet, now)
+
+
+# -- payout runs: several swaps of one wallet at once -----------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A swap's legs as they will be signed (none signed yet: `sign_plan`), and what the
+    swap will hold of its wallet."""
+
+    swap: Swap
+    legs: Planned
+    reserve: Reserve
+    fees: dict[str, int]
+
+
+def plan_swaps(runtime: Runtime, chain: Chain, swaps: list[Swap]) -> list[Plan | ValidationError]:
+    """Swaps of one wallet planned as if signed one after another (a payout run): the
+    wallet read once per token, today's fee read once, and each swap's approval decided
+    with what the swaps before it may still spend of the allowance. A swap refused now
+    (c0 cannot give its amount back) is its 400 in its place, and spends nothing."""
+    fees = chain.offered_fees()
+    facility = chain.addresses["swap_facility"]
+    held: dict[str, Holdings] = {}
+    spoken_for: dict[str, int] = {}
+    plans: list[Plan | ValidationError] = []
+    for swap in swaps:
+        token = swap.token_in
+        if token not in held:
+            held[token] = holdings(chain, swap.wallet, token)
+            with runtime.storage.read() as tx:
+                spoken_for[token] = nonces.unconfirmed_swaps(
+                    tx, swap.chain_id, swap.wallet, token, facility
+                )
+        try:
+            planned = _planned(runtime, chain, swap, held[token], spoken_for[token])
+        except ValidationError as error:
+            plans.append(error)
+            continue
+        spoken_for[token] += swap.raw
+        plans.append(Plan(swap, planned, _reserve(runtime, swap, held[token], fees, planned), fees))
+    return plans
+
+
+def sign_plan(runtime: Runtime, chain: Chain, plan: Plan, nonce: int) -> list[store.Leg]:
+    """Sign a planned swap's legs with consecutive nonces from `nonce` (call under the
+    wallet's lock)."""
+    swap, legs = plan.swap, []
+    for i, (kind, to, amount, data, gas) in enumerate(plan.legs):
+        signed = runtime.signer.sign(
+            chain,
+            custody_ref=swap.custody_ref,
+            nonce=nonce + i,
+            to=to,
+            data=data,
+            gas=gas,
+            fees=plan.fees,
+        )
+        legs.append(store.Leg(kind, to, swap.token_in, amount, signed))
+    return legs
