@@ -130,6 +130,8 @@ def run(
     items = [_Item(index) for index in range(len(request.items))]
     for item, body in zip(items, request.items, strict=True):
         try:
+            if not isinstance(body, Mapping | CreateTransfer):  # as POST /v1/transfers says
+                raise ValidationError.field("body", "", "must be a JSON object")
             item.request = parse(CreateTransfer, body)
         except ValidationError as error:
             item.refuse(error)
