@@ -373,3 +373,86 @@ def test_legs_beyond_max_in_flight_wait_in_the_wallets_queue_in_order(capped: Tr
     assert nonces == list(range(nonces[0], nonces[0] + 12))  # consecutive, none twice
     order = list(dict.fromkeys(leg["transfer_id"] for leg in legs))
     assert order == ids  # first in the queue, first signed
+
+
+def test_the_typed_client_sends_a_run(base_url: str, tenant: Tenant, wallet: str) -> None:
+    from treasury.client import TreasuryClient
+    from treasury.transfers import CreateTransfer
+    from treasury.transfers.models import TransferBatch
+
+    items = [CreateTransfer.model_validate(deposit(wallet, "1")), deposit(wallet, "500")]
+    with TreasuryClient(base_url, api_key=tenant.secret) as c:
+        run = c.transfers.create_batch(items, idempotency_key="typed")
+        assert isinstance(run, TransferBatch) and [i.status for i in run] == [201, 400]
+        assert run[0].result().status == "submitted"
+        with pytest.raises(ValidationError, match="insufficient balance"):
+            run[1].result()
+        again = c.transfers.create_batch(items, idempotency_key="typed")
+        assert again.replayed and again == run
+        with pytest.raises(ValidationError) as refused:
+            c.transfers.create_batch(items, atomic=True)  # a key of its own is made
+        assert refused.value.details["fields"][0]["field"] == "items.1.amount"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    nonce=st.integers(0, 2**64 - 1),
+    value=st.integers(0, 2**256 - 1),
+    data=st.binary(max_size=200),
+    gas=st.integers(21_000, 2**63 - 1),
+    fee=st.integers(1, 2**128),
+    tip=st.integers(0, 2**64),
+)
+def test_the_legs_the_jobs_read_back_are_what_eth_account_signed(
+    nonce: int, value: int, data: bytes, gas: int, fee: int, tip: int
+) -> None:
+    """The jobs read every leg in flight each pass (`unsigned`, straight from its RLP):
+    the fields are those eth-account decodes."""
+    from eth_account import Account
+    from eth_account.typed_transactions.typed_transaction import TypedTransaction
+    from hexbytes import HexBytes
+
+    from treasury.evm.signing import unsigned
+
+    to = Account.create().address
+    tx = {"type": 2, "chainId": CHAIN, "nonce": nonce, "to": to, "value": value, "data": data}
+    tx |= {"gas": gas, "maxFeePerGas": fee, "maxPriorityFeePerGas": tip}
+    raw = bytes(Account.create().sign_transaction(tx).raw_transaction)
+    decoded = TypedTransaction.from_bytes(HexBytes(raw)).as_dict()
+    assert unsigned(raw) == {
+        "nonce": decoded["nonce"],
+        "to": "0x" + bytes(decoded["to"]).hex(),
+        "value": decoded["value"],
+        "data": bytes(decoded["data"]),
+        "gas": decoded["gas"],
+        "maxFeePerGas": decoded["maxFeePerGas"],
+        "maxPriorityFeePerGas": decoded["maxPriorityFeePerGas"],
+    }
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    nonce=st.integers(0, 2**64 - 1),
+    value=st.integers(0, 2**256 - 1),
+    data=st.binary(max_size=300),
+    gas=st.integers(21_000, 2**63 - 1),
+    fee=st.integers(0, 2**128),
+    tip=st.integers(0, 2**64),
+    chain_id=st.integers(1, 2**32),
+)
+def test_local_custody_signs_a_run_as_eth_account_does_byte_for_byte(
+    nonce: int, value: int, data: bytes, gas: int, fee: int, tip: int, chain_id: int
+) -> None:
+    """A payout run signs thousands of legs: local custody signs EIP-1559 ones straight
+    from their RLP, and the bytes are eth-account's (its signatures are deterministic)."""
+    from eth_account import Account
+    from eth_keys import keys
+
+    from treasury.backends.custody.local import _eip1559, _plain_eip1559
+
+    account = Account.create()
+    tx = {"chainId": chain_id, "nonce": nonce, "to": Account.create().address, "value": value}
+    tx |= {"data": data, "gas": gas, "maxFeePerGas": fee, "maxPriorityFeePerGas": tip}
+    assert _plain_eip1559(tx)
+    signed = _eip1559(keys.PrivateKey(bytes(account.key)), tx)
+    assert signed == bytes(account.sign_transaction(tx).raw_transaction)

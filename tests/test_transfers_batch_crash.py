@@ -56,13 +56,21 @@ PROCESS = textwrap.dedent(
     )
     chain = t.chain(31337)
     if kill_at:
-        send, calls = chain.send_raw_transaction, []
+        send, send_many, calls = chain.send_raw_transaction, chain.send_raw_transactions, []
         def counted(raw):  # SIGKILL at the kill_at-th broadcast: nothing after it runs
             calls.append(raw)
             if len(calls) == kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
             return send(raw)
+        def counted_many(raws):  # the legs sent together, counted one by one
+            return [answer for raw in raws for answer in send_many([counted_first(raw)])]
+        def counted_first(raw):
+            calls.append(raw)
+            if len(calls) == kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return raw
         chain.send_raw_transaction = counted
+        chain.send_raw_transactions = counted_many
     if role == "api":
         from treasury.http import create_app
         from treasury.http.loopback import serve

@@ -132,19 +132,28 @@ def test_forty_deposits_from_one_wallet_are_mined_in_at_most_three_blocks(
     assert len(blocks) <= 3, blocks
 
 
+def refuse(monkeypatch: pytest.MonkeyPatch, run: Run, *positions: int) -> None:
+    """The node refuses the legs sent at these positions (1 is the first), definitely."""
+    chain = run.t.chain(CHAIN)
+    send, sent = chain.send_raw_transactions, []
+
+    def refusing(raws: list[bytes]) -> list[str | UpstreamError]:
+        answers: list[str | UpstreamError] = []
+        for raw in raws:
+            sent.append(raw)
+            if len(sent) in positions:
+                answers.append(UpstreamError("insufficient funds for gas * price + value"))
+            else:
+                answers += send([raw])
+        return answers
+
+    monkeypatch.setattr(chain, "send_raw_transactions", refusing)
+
+
 def test_a_refused_leg_does_not_strand_the_legs_behind_it(
     run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    chain = run.t.chain(CHAIN)
-    send, sent = chain.send_raw_transaction, []
-
-    def refusing(raw: bytes) -> str:  # the node refuses item 2's first leg, definitely
-        sent.append(raw)
-        if len(sent) == 5:
-            raise UpstreamError("insufficient funds for gas * price + value")
-        return send(raw)
-
-    monkeypatch.setattr(chain, "send_raw_transaction", refusing)
+    refuse(monkeypatch, run, 5, 6)  # both legs of item 2: nothing of it went out
     recipients = [address().lower() for _ in range(6)]
     bodies = [run.deposit(str(i + 1), to) for i, to in enumerate(recipients)]
     answer = run.org.transfers.create_batch(bodies, idempotency_key="holes")
@@ -193,3 +202,24 @@ def test_a_replaced_leg_does_not_strand_the_legs_behind_it(run: Run) -> None:
     statuses = run.settle([t.id for t in made])
     assert [statuses[t.id] for t in made] == ["completed", "failed", "completed", "completed"]
     assert run.org.transfers.get(made[1].id).failure_reason.startswith("replaced")
+
+
+def test_a_leg_refused_after_which_the_next_went_out_is_settled_by_the_chain(
+    run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sent together, item 2's approval is refused but its swap is taken (it waits in the
+    node's pool): it may still be mined, so the claim is kept (502, ambiguous) and the
+    job settles it by the chain's evidence, sending its same stored bytes again."""
+    refuse(monkeypatch, run, 5)
+    bodies = [run.deposit(str(i + 1)) for i in range(6)]
+    answer = run.org.transfers.create_batch(bodies, idempotency_key="doubt")
+    monkeypatch.undo()
+    assert [item.status for item in answer] == [201, 201, 502, 201, 201, 201]
+    kept = [item.result().id for item in answer if item.accepted]
+    (doubted,) = [t for t in run.org.transfers.list(limit=200) if t.id not in kept]
+    assert doubted.status == "pending"  # kept in flight, visible from its claim on
+    statuses = run.settle([*kept, doubted.id])
+    assert set(statuses.values()) == {"completed"}
+    again = run.org.transfers.create_batch(bodies, idempotency_key="doubt")
+    assert [item.status for item in again] == [201] * 6  # item 2 from its own key now
+    assert again[2].result().id == doubted.id

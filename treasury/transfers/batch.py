@@ -260,21 +260,39 @@ def _chunk(group: Transfers, chunk: list[_Item], atomic: bool, steps: Steps, hol
             for item in chunk:
                 if item.open:
                     item.refuse(unsettled)
-        going = [item for item in chunk if item.ref is not None and item.status is None]
         org_id = group._scope.org_id
-        claims = [(org_id, item.ref, steps[str(item.pairing)](runtime)) for item in going]
-        done = idempotency.finish_many(runtime, _refs(claims), after_each=hold.renew)
-    for item, result in zip(going, done, strict=True):
+        signed = [item for item in chunk if _going(item) and item.mode == "sign"]
+        for chain_id in sorted({item.swap.chain_id for item in signed if item.swap}):
+            mine = [item for item in signed if item.swap and item.swap.chain_id == chain_id]
+            claims = [(org_id, str(item.ref), item.legs) for item in mine]
+            _answer(runtime, mine, runs.send_together(runtime, chain_id, claims, hold.renew))
+        asked = [item for item in chunk if _going(item) and item.mode == "fiat"]
+        fiat = [(org_id, str(item.ref), steps[str(item.pairing)](runtime)) for item in asked]
+        _answer(runtime, asked, idempotency.finish_many(runtime, fiat, after_each=hold.renew))
+
+
+def _going(item: _Item) -> bool:
+    """Claimed in this chunk, to be performed now."""
+    return item.ref is not None and item.status is None
+
+
+def _answer(
+    runtime: Runtime, items: Sequence[_Item], results: Sequence[Transfer | TreasuryError]
+) -> None:
+    """Each item's answer from its claim's outcome. A claim left in flight (an ambiguous
+    failure) is released to the job at once: the run is done with it, and the wallet's
+    legs behind it wait for it."""
+    kept = []
+    for item, result in zip(items, results, strict=True):
         if isinstance(result, TreasuryError):
             item.refuse(result)
+            if isinstance(result, UpstreamError) and result.ambiguous and item.ref:
+                kept.append(item.ref)
         else:
             item.accept(result)
-
-
-def _refs(
-    claims: list[tuple[str, str | None, idempotency.Upstream[Any, Transfer]]],
-) -> list[tuple[str, str, idempotency.Upstream[Any, Transfer]]]:
-    return [(org_id, ref, steps) for org_id, ref, steps in claims if ref is not None]
+    if kept:
+        with runtime.storage.transaction() as tx:
+            store.release_claims(tx, kept, runtime.now_text())
 
 
 def _by_wallet(items: Sequence[_Item]) -> Iterator[tuple[int, str, list[_Item]]]:
@@ -344,10 +362,11 @@ def _sign(runtime: Runtime, swaps: Sequence[_Item]) -> None:
         with runtime.storage.read() as tx:
             floor = nonces.next_free_nonce(tx, chain_id, wallet)
         nonce = max(chain.pending_nonce(wallet), floor)
-        for item in signing:
-            assert item.plan is not None
-            item.legs = onchain.sign_plan(runtime, chain, item.plan, nonce)
-            nonce += len(item.legs)
+        plans = [item.plan for item in signing if item.plan is not None]
+        for item, legs in zip(
+            signing, onchain.sign_plans(runtime, chain, plans, nonce), strict=True
+        ):
+            item.legs = legs
 
 
 def _claims(group: Transfers, chunk: Sequence[_Item], atomic: bool, *, trial: bool) -> None:
@@ -361,10 +380,11 @@ def _claims(group: Transfers, chunk: Sequence[_Item], atomic: bool, *, trial: bo
     accepted: list[tuple[_Item, str, Transfer | None]] = []
     again = False
     try:
-        with storage.transaction():
+        with storage.transaction(), nonces.carried() as holds:
             for item in chunk:
                 if not item.open or (item.swap is not None and item.plan is None):
                     continue
+                mark = holds.mark()
                 try:
                     with storage.transaction() as part:  # a savepoint
                         ref = _write_ahead(group, item, trial)(part)
@@ -381,6 +401,7 @@ def _claims(group: Transfers, chunk: Sequence[_Item], atomic: bool, *, trial: bo
                             raise _Taken
                         accepted.append((item, ref, shown))
                 except _Taken:
+                    holds.undo(mark)
                     if atomic:  # its key is another request's now
                         item.refuse(IdempotencyInFlight())
                         if not trial:
@@ -391,6 +412,7 @@ def _claims(group: Transfers, chunk: Sequence[_Item], atomic: bool, *, trial: bo
                 except nonces.NoncesTaken:
                     raise
                 except TreasuryError as error:
+                    holds.undo(mark)
                     item.refuse(error)
                     if atomic and not trial:
                         raise _atomic(item) from None

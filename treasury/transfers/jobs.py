@@ -20,7 +20,7 @@ from ..backends.storage.base import Row
 from ..errors import UpstreamError
 from ..evm.abi import GET_ETH_BALANCE
 from ..evm.multicall import multicall
-from ..evm.signing import Signed, broadcast, raised, unsigned
+from ..evm.signing import Signed, broadcast, broadcast_each, raised, unsigned
 from . import fiat, onchain, store
 from .operations import STEPS
 
@@ -273,11 +273,13 @@ def _heal(runtime: Runtime, chain_id: int, sender: str, report: Report) -> None:
                 return  # its request is sending it
             if reprice(runtime, chain, sender, waiting, report):
                 return  # replaced at higher fees, or waiting for gas or under the cap
-            try:  # the run of stored legs from the next nonce (a node may have dropped them)
-                broadcast(chain, [leg.signed for leg in _consecutive(waiting, now)])
-            except UpstreamError as error:
-                if not error.ambiguous:
-                    report.add(nonce_legs_refused=1)  # the next pass looks again
+            # the run of stored legs from the next nonce that the node does not hold (it
+            # may have dropped them: its pending count stops there), in as few requests as
+            # the chain takes: a payout run keeps many legs in flight
+            held = chain.pending_nonce(sender)
+            run = [leg.signed for leg in _consecutive(waiting, now) if leg.nonce >= held]
+            if any(sent is not None and not sent.ambiguous for sent in broadcast_each(chain, run)):
+                report.add(nonce_legs_refused=1)  # the next pass looks again
             return  # a stored leg is never replaced by a filler
         if not waiting:
             with runtime.storage.transaction() as tx:

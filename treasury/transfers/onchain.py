@@ -379,7 +379,7 @@ def track_legs(tx: Transaction, row: dict[str, object], legs: list[store.Leg], n
 
 @dataclass(frozen=True)
 class Plan:
-    """A swap's legs as they will be signed (none signed yet: `sign_plan`), and what the
+    """A swap's legs as they will be signed (none signed yet: `sign_plans`), and what the
     swap will hold of its wallet."""
 
     swap: Swap
@@ -416,19 +416,24 @@ def plan_swaps(runtime: Runtime, chain: Chain, swaps: list[Swap]) -> list[Plan |
     return plans
 
 
-def sign_plan(runtime: Runtime, chain: Chain, plan: Plan, nonce: int) -> list[store.Leg]:
-    """Sign a planned swap's legs with consecutive nonces from `nonce` (call under the
-    wallet's lock)."""
-    swap, legs = plan.swap, []
-    for i, (kind, to, amount, data, gas) in enumerate(plan.legs):
-        signed = runtime.signer.sign(
-            chain,
-            custody_ref=swap.custody_ref,
-            nonce=nonce + i,
-            to=to,
-            data=data,
-            gas=gas,
-            fees=plan.fees,
-        )
-        legs.append(store.Leg(kind, to, swap.token_in, amount, signed))
-    return legs
+def sign_plans(
+    runtime: Runtime, chain: Chain, plans: list[Plan], nonce: int
+) -> list[list[store.Leg]]:
+    """Sign planned swaps of one wallet, their legs with consecutive nonces from `nonce`
+    in order, in one call to custody (call under the wallet's lock)."""
+    if not plans:
+        return []
+    wanted = []
+    for plan in plans:
+        for _, to, _, data, gas in plan.legs:
+            wanted.append({"nonce": nonce, "to": to, "data": data, "gas": gas, "fees": plan.fees})
+            nonce += 1
+    custody_ref = plans[0].swap.custody_ref
+    signed = iter(runtime.signer.sign_many(chain, custody_ref=custody_ref, transactions=wanted))
+    return [
+        [
+            store.Leg(kind, to, plan.swap.token_in, amount, next(signed))
+            for kind, to, amount, _, _ in plan.legs
+        ]
+        for plan in plans
+    ]

@@ -515,6 +515,8 @@ def claim_transfer(
             awaiting=awaiting,
             queued=queued,
         )
+        if reserve is not None:
+            nonces.note_hold(chain_id, reserve.wallet, reserve.token, reserve.raw, reserve.wei)
         if awaiting or queued is not None:
             store.announce(tx, transfer_id, "created", to_text(now), runtime.secrets)
         if legs:

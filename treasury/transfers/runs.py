@@ -15,6 +15,8 @@ mined and room frees up; then it goes on as any claim (the same perform and reco
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from .._infra import idempotency
@@ -24,8 +26,10 @@ from .._infra.runtime import Runtime
 from .._records import nonces, wallets
 from ..backends.chain.base import Chain
 from ..backends.storage.base import Row
+from ..errors import TreasuryError, UpstreamError
+from ..evm.signing import broadcast_each
 from . import onchain, store
-from .models import TransferSide
+from .models import Transfer, TransferSide
 
 #: The legs a swap takes at most (an approval, then the swap): what a request needs free.
 SWAP_LEGS = 2
@@ -73,6 +77,60 @@ def swap_of(chain: Chain, row: Row, custody_ref: str) -> onchain.Swap:
     )
 
 
+#: A claimed swap ready to go: (org_id, transfer id, its signed legs in order).
+Claimed = tuple[str, str, list[store.Leg]]
+
+
+def send_together(
+    runtime: Runtime,
+    chain_id: int,
+    claims: Sequence[Claimed],
+    after_each: Callable[[], None] | None = None,
+) -> list[Transfer | TreasuryError]:
+    """Perform and record several claimed swaps of one chain: every leg broadcast in
+    order in as few requests as the chain takes (`broadcast_each`), then each claim
+    recorded as its own perform step would have left it (`onchain.steps`), in one
+    transaction (`idempotency.finish_many`). Each one's Transfer, or its error."""
+    chain = runtime.chains.get(chain_id)
+    outcomes = broadcast_each(chain, [leg.signed for _, _, legs in claims for leg in legs])
+    sent: dict[str, onchain.Sent | UpstreamError] = {}
+    at = 0
+    for _, transfer_id, legs in claims:
+        sent[transfer_id] = _sent(outcomes[at : at + len(legs)])
+        at += len(legs)
+
+    def perform(transfer_id: str) -> onchain.Sent:
+        found = sent[transfer_id]
+        if isinstance(found, UpstreamError):
+            raise found
+        return found
+
+    steps = dataclasses.replace(onchain.steps(runtime), perform=perform)
+    return idempotency.finish_many(
+        runtime, [(org_id, transfer_id, steps) for org_id, transfer_id, _ in claims], after_each
+    )
+
+
+def _sent(outcomes: Sequence[UpstreamError | None]) -> onchain.Sent | UpstreamError:
+    """What broadcasting one swap's legs came to, as its perform step tells it: all sent;
+    the first refused (nothing moved: definite); a later one refused after earlier ones
+    went out (`Refused`); or ambiguous, also when a leg went out after an earlier one
+    was refused (sent together, it may still be mined: only evidence settles it)."""
+    refused: tuple[int, UpstreamError] | None = None
+    for position, outcome in enumerate(outcomes):
+        if outcome is None:
+            if refused is not None:
+                return UpstreamError(f"{refused[1].message}; a later leg went out", ambiguous=True)
+            continue
+        if outcome.ambiguous:
+            return outcome
+        refused = refused or (position, outcome)
+    if refused is None:
+        return None
+    position, error = refused
+    return error if position == 0 else onchain.Refused(position, error.message)
+
+
 def start_queued_transfers(runtime: Runtime, report: Report) -> None:
     """Job: sign the queued transfers of each wallet that has room among its legs in
     flight, first in the queue first, and send them."""
@@ -93,17 +151,22 @@ def _start(runtime: Runtime, chain_id: int, wallet: str, report: Report) -> None
         return
     with runtime.signer.holding(chain_id, wallet):
         claimed = nonces.apart(lambda: _claim(runtime, chain, wallet, custody_ref))
-        steps = onchain.steps(runtime)
-        results = idempotency.finish_many(
-            runtime, [(org_id, transfer_id, steps) for org_id, transfer_id in claimed]
-        )
+        results = send_together(runtime, chain_id, claimed)
+    kept = [  # left in flight after an ambiguous failure: the next pass finishes them
+        transfer_id
+        for (_, transfer_id, _), result in zip(claimed, results, strict=True)
+        if isinstance(result, UpstreamError) and result.ambiguous
+    ]
+    if kept:
+        with runtime.storage.transaction() as tx:
+            store.release_claims(tx, kept, runtime.now_text())
     refused = [result for result in results if isinstance(result, Exception)]
     report.add(queued_transfers_started=len(results) - len(refused))
     if refused:  # failed (a definite refusal) or kept for the evidence (an ambiguous one)
         report.add(queued_transfers_refused=len(refused))
 
 
-def _claim(runtime: Runtime, chain: Chain, wallet: str, custody_ref: str) -> list[tuple[str, str]]:
+def _claim(runtime: Runtime, chain: Chain, wallet: str, custody_ref: str) -> list[Claimed]:
     """Sign the first queued transfers whose legs fit the wallet's room, with consecutive
     nonces, and make them claims with their legs (leased to this pass); their (org_id,
     id). `NoncesTaken` when another process took their nonces or one of them first."""
@@ -128,18 +191,15 @@ def _claim(runtime: Runtime, chain: Chain, wallet: str, custody_ref: str) -> lis
     with runtime.storage.read() as tx:
         floor = nonces.next_free_nonce(tx, chain_id, wallet)
     nonce = max(chain.pending_nonce(wallet), floor)
-    signed = []
-    for row, plan in taken:
-        legs = onchain.sign_plan(runtime, chain, plan, nonce)
-        nonce += len(legs)
-        signed.append((row, plan, legs))
+    legs_of = onchain.sign_plans(runtime, chain, [plan for _, plan in taken], nonce)
+    signed = [(row, plan, legs) for (row, plan), legs in zip(taken, legs_of, strict=True)]
     lease_until = to_text(runtime.now() + idempotency.LEASE)
     with runtime.storage.transaction() as tx:
         for row, plan, legs in signed:
             if not store.start_queued(tx, row["id"], lease_until, str(plan.reserve.wei)):
                 raise nonces.NoncesTaken()  # another worker started it: plan again
             store.add_legs(tx, row["id"], chain_id, wallet, legs)
-    return [(str(row["org_id"]), str(row["id"])) for row, _, _ in signed]
+    return [(str(row["org_id"]), str(row["id"]), legs) for row, _, legs in signed]
 
 
 def _fail_queue(runtime: Runtime, chain_id: int, wallet: str, report: Report) -> None:

@@ -399,6 +399,16 @@ def start_queued(tx: Transaction, transfer_id: str, lease_until: str, reserve_we
     )
 
 
+def release_claims(tx: Transaction, transfer_ids: Sequence[str], now: str) -> None:
+    """End the lease of claims whose request is done with them (it left them in flight
+    after an ambiguous failure): the job finishes them at its next pass."""
+    for transfer_id in transfer_ids:
+        tx.execute(
+            "UPDATE transfers SET lease_until = ? WHERE id = ? AND stage = ?",
+            (now, transfer_id, CLAIMED),
+        )
+
+
 def take_expired_claims(tx: Transaction, now: str, until: str, limit: int) -> list[Row]:
     """Take over claims whose lease has passed (their request died): leased to `until`."""
     return take_expired_leases(tx, "transfers", "id", f"stage = '{CLAIMED}'", now, until, limit)

@@ -312,6 +312,20 @@ class Chain(ABC):
     def send_raw_transaction(self, raw: bytes) -> str:
         """Broadcast a signed transaction; return its hash (0x + 64 lowercase hex)."""
 
+    def send_raw_transactions(self, raws: Sequence[bytes]) -> list[str | UpstreamError]:
+        """Broadcast several signed transactions in this order (a payout run's legs);
+        for each, its hash or the `UpstreamError` the node answered for it alone. A
+        failure of the whole (nothing reached the node, the answer was cut) is raised.
+        Optional: by default one `send_raw_transaction` after another (each failure its
+        own); the JSON-RPC backend sends them in batch requests."""
+        sent: list[str | UpstreamError] = []
+        for raw in raws:
+            try:
+                sent.append(self.send_raw_transaction(raw))
+            except UpstreamError as error:
+                sent.append(error)
+        return sent
+
     @abstractmethod
     def pending_nonce(self, address: str) -> int:
         """``eth_getTransactionCount(address, "pending")``."""

@@ -46,6 +46,8 @@ __all__ = ["BATCH_SIZE", "MintingRpcChain", "RpcChain"]
 
 #: Receipts asked for in one JSON-RPC batch request.
 BATCH_SIZE = 500
+#: Signed transactions sent in one batch request (nodes cap a batch: geth at 1,000 calls).
+SEND_BATCH = 100
 _TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 
 
@@ -150,6 +152,38 @@ class RpcChain(Chain):
 
     def send_raw_transaction(self, raw: bytes) -> str:
         return str(self._request("eth_sendRawTransaction", [_hex(raw)])).lower()
+
+    def send_raw_transactions(self, raws: Sequence[bytes]) -> list[str | UpstreamError]:
+        """`SEND_BATCH` transactions a JSON-RPC batch request, in order; an element the
+        node answered with an error is that error, one it left unanswered ambiguous."""
+        sent: list[str | UpstreamError] = []
+        for start in range(0, len(raws), SEND_BATCH):
+            requests = [
+                {
+                    "jsonrpc": "2.0",
+                    "id": next(self._ids),
+                    "method": "eth_sendRawTransaction",
+                    "params": [_hex(raw)],
+                }
+                for raw in raws[start : start + SEND_BATCH]
+            ]
+            answers = self._post(requests)
+            if not isinstance(answers, list):
+                _raise(answers, "eth_sendRawTransaction")
+            by_id = {a.get("id"): a for a in answers if isinstance(a, dict)}
+            for request in requests:
+                answer = by_id.get(request["id"])
+                if answer is None:
+                    left = f"{self._where} left eth_sendRawTransaction unanswered"
+                    sent.append(UpstreamError(left, ambiguous=True))
+                elif "error" in answer:
+                    try:
+                        _raise(answer, "eth_sendRawTransaction")
+                    except UpstreamError as error:
+                        sent.append(error)
+                else:
+                    sent.append(str(answer.get("result")).lower())
+        return sent
 
     def pending_nonce(self, address: str) -> int:
         return int(self._request("eth_getTransactionCount", [address.lower(), "pending"]), 16)
