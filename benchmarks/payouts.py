@@ -50,6 +50,7 @@ from treasury.http import create_app
 CHAIN_ID = 31337
 MASTER_KEY = "0" * 64
 AMOUNT = "1"  # USDC per deposit
+MARGIN = 100  # USDC more than a run needs
 TIMEOUT = httpx.Timeout(600.0, connect=5.0)
 
 
@@ -113,8 +114,10 @@ class Bench:
         self.stack = stack
 
     def wallet(self, n: int) -> str:
+        """A fresh managed wallet with what `n` deposits need, and a margin: a balance
+        read across a block boundary holds a just-mined leg twice for that moment."""
         made = self.org.wallets.create(label=f"Run {uuid.uuid4().hex[:8]}").address
-        fund(self.node_url, self.config, made, "USDC", str(n * int(AMOUNT)))
+        fund(self.node_url, self.config, made, "USDC", str(n * int(AMOUNT) + MARGIN))
         fund(self.node_url, self.config, made, "ETH", "100")
         return made
 
@@ -159,7 +162,7 @@ def completed_all(t: Treasury, wallet: str, n: int, started: float, within: floa
 
 def check_legs(t: Treasury, rpc: Rpc, wallet: str, n: int) -> tuple[int, int, int]:
     """The run's legs: consecutive nonces, each mined with status 1; (first block, last
-    block, gas used). The wallet's USDC down by exactly what it sent."""
+    block, gas used). The wallet's USDC down by exactly what it sent (the margin left)."""
     with t.storage.read() as tx:
         legs = tx.query(
             "SELECT nonce, hash FROM transfer_legs WHERE sender = ? ORDER BY nonce", (wallet,)
@@ -178,8 +181,8 @@ def check_legs(t: Treasury, rpc: Rpc, wallet: str, n: int) -> tuple[int, int, in
     usdc = t.chain(CHAIN_ID).addresses["USDC"]
     data = "0x70a08231" + wallet.removeprefix("0x").rjust(64, "0")
     left = int(rpc("eth_call", {"to": usdc, "data": data}, "latest"), 16)
-    if left != 0:
-        raise RuntimeError(f"the wallet kept {left} raw USDC")
+    if left != MARGIN * 10**6:
+        raise RuntimeError(f"the wallet kept {left} raw USDC, not the margin")
     return min(blocks), max(blocks), gas
 
 
@@ -265,13 +268,15 @@ def report(args: argparse.Namespace, runs: list[Measured], singles: list[Single]
     )
     gas = sum(m.gas_per_deposit for m in runs) / len(runs)
     print(f"gas per deposit (approval + swap): {gas:,.0f}")
-    for s in singles:
-        batch = [m for m in runs if m.cap == s.cap]
-        best = max(m.accepted_per_s for m in batch) if batch else float("nan")
+    for s in singles:  # against the run of the same size, else the smallest
+        batch = sorted((m for m in runs if m.cap == s.cap), key=lambda m: (m.n != s.n, m.n))
+        if not batch:
+            continue
+        m = batch[0]
         print(
             f"max_in_flight {s.cap}: {s.n} single POSTs {s.seconds:.1f} s ="
-            f" {s.accepted_per_s:.0f} accepted/s; batch {best:.0f} accepted/s;"
-            f" ratio batch/single {best / s.accepted_per_s:.1f}"
+            f" {s.accepted_per_s:.0f} accepted/s; a batch of {m.n}: {m.accepted_per_s:.0f}"
+            f" accepted/s; ratio batch/single {m.accepted_per_s / s.accepted_per_s:.1f}"
         )
     caps = sorted({m.cap for m in runs})
     for n in sorted({m.n for m in runs}):

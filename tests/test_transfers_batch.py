@@ -377,8 +377,7 @@ def test_legs_beyond_max_in_flight_wait_in_the_wallets_queue_in_order(capped: Tr
 
 def test_the_typed_client_sends_a_run(base_url: str, tenant: Tenant, wallet: str) -> None:
     from treasury.client import TreasuryClient
-    from treasury.transfers import CreateTransfer
-    from treasury.transfers.models import TransferBatch
+    from treasury.transfers import CreateTransfer, TransferBatch
 
     items = [CreateTransfer.model_validate(deposit(wallet, "1")), deposit(wallet, "500")]
     with TreasuryClient(base_url, api_key=tenant.secret) as c:

@@ -244,6 +244,18 @@ def unconfirmed_swaps(tx: Transaction, chain_id: int, sender: str, token: str, t
     return sum(int(row["amount"]) for row in rows)
 
 
+def open_legs(tx: Transaction, chain_id: int, sender: str) -> int:
+    """How many stored legs of `sender` belong to unfinished transfers: at least as many
+    as are in flight, but for a completed transfer's leg a reorg took back (read without
+    asking the chain)."""
+    row = tx.one(
+        "SELECT COUNT(*) AS n FROM transfer_legs l JOIN transfers t ON t.id = l.transfer_id"
+        f" WHERE l.chain_id = ? AND l.sender = ? AND t.status IN {OPEN}",
+        (chain_id, sender),
+    )
+    return 0 if row is None else int(row["n"])
+
+
 def in_flight(tx: Transaction, chain_id: int, sender: str, mined: int) -> int:
     """How many stored legs of `sender` are in flight: at or above its mined nonce `mined`,
     of a transfer that has not failed (signed, and sent or about to be; not mined yet)."""

@@ -51,7 +51,14 @@ def room(runtime: Runtime, chain_id: int, wallet: str, mined: int) -> int:
 
 
 def has_room(runtime: Runtime, chain: Chain, wallet: str) -> bool:
-    """Whether a swap from `wallet` may be signed now (call under the wallet's lock)."""
+    """Whether a swap from `wallet` may be signed now (call under the wallet's lock); the
+    chain is asked for the wallet's mined nonce only when its unfinished transfers' legs
+    alone could fill the room."""
+    with runtime.storage.read() as tx:
+        if store.has_queue(tx, chain.chain_id, wallet):
+            return False
+        if nonces.open_legs(tx, chain.chain_id, wallet) + SWAP_LEGS <= runtime.max_in_flight:
+            return True
     return room(runtime, chain.chain_id, wallet, chain.mined_nonce(wallet)) >= SWAP_LEGS
 
 
