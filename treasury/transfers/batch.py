@@ -140,10 +140,7 @@ def run(
             item.key = KeyHold(scope, f"{key}:{item.index}", fingerprint(operation, item.request))
             if item.key.held(runtime.storage):
                 _replay(runtime, item)
-    for item in items:
-        if item.open:
-            _judge(group, item)
-    if request.atomic:  # its first refusal is raised once every item is judged
+    if request.atomic:  # one chunk: its first refusal is raised once every item is judged
         chunks = [items]
     else:
         chunks = [items[at : at + CHUNK] for at in range(0, len(items), CHUNK)]
@@ -231,6 +228,9 @@ def _chunk(group: Transfers, chunk: list[_Item], atomic: bool, steps: Steps, hol
     """Claim the chunk's open items (planned, judged in a trial, signed, claimed), then
     perform and record those that go on now."""
     runtime = group._scope.runtime
+    for item in chunk:  # when its chunk comes: what it reads of a wallet is fresh then
+        if item.open:
+            _judge(group, item)
     swaps = [item for item in chunk if item.open and item.swap is not None]
     wallets = sorted({(item.swap.chain_id, item.swap.wallet) for item in swaps if item.swap})
     with ExitStack() as held:
