@@ -39,6 +39,14 @@ OWNED = {
     "policy": {"policies"},
     "audit": {"audit_events", "audit_heads"},
     "reorgs": set(),
+    "books": {
+        "journal",
+        "journal_groups",
+        "journal_balances",
+        "reconciliation_runs",
+        "reconciliation_breaks",
+        "reconciliation_pairs",
+    },
 }
 #: Every table the migrations create.
 TABLES = {

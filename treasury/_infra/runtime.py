@@ -35,6 +35,7 @@ class Runtime:
     allow_private_webhook_urls: bool = False
     sweep_minimum: str = "1.00"
     snapshot_interval: int = 3600  # seconds between yield snapshots
+    reconcile_interval: int = 600  # seconds between reconciliation runs of a chain
     #: Standing conditions of the background jobs, logged when they start or change.
     conditions: Conditions = field(
         default_factory=lambda: Conditions(logging.getLogger("treasury.jobs")),

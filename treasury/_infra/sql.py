@@ -19,7 +19,9 @@ def order_by(query: ListQuery, tiebreak: str = "id") -> str:
 
 
 #: The tables whose rows the API numbers per organization (rows never hard-deleted once shown).
-NUMBERED = frozenset({"wallets", "recipients", "bank_accounts", "webhooks"})
+NUMBERED = frozenset(
+    {"wallets", "recipients", "bank_accounts", "webhooks", "reconciliation_breaks"}
+)
 
 
 def insert_numbered(

@@ -174,6 +174,8 @@ class _Call:
         if op.selected_by is not None and (payload or {}).get(op.selected_by) is None:
             raise TypeError(f"{op.name} takes {op.selected_by}")  # else another operation
         headers = dict(self._client._headers)
+        if op.accept is not None:  # the same route, answered in that media type
+            headers["Accept"] = op.accept
         if op.idempotency is not None and (idempotency_key or op.method == "POST"):
             headers[IDEMPOTENCY_HEADER] = idempotency_key or f"trc_{uuid.uuid4().hex}"
         request = self._client._http.build_request(

@@ -11,7 +11,7 @@ from .._infra import idempotency
 from .._infra.clock import to_text
 from .._infra.jobs import Report
 from .._infra.runtime import Runtime
-from .._records import marks, nonces, wallets
+from .._records import breaks, marks, nonces, postings, wallets
 from .._records import transactions as tracked
 from .._records.transfers import Status
 from ..backends.chain.base import Chain
@@ -191,13 +191,20 @@ def _settle_legs(runtime: Runtime, chain_id: int, rows: list[Row], report: Repor
                 if older[row["id"]]:
                     onchain.follow_versions(tx, runtime, chain, row, legs[row["id"]])
                 if receipt.status == 1:
-                    if row["pairing"] == "offramp":
-                        continue  # sent: the provider completes it
+                    if row["pairing"] == "offramp":  # sent: the provider completes it
+                        postings.offramp_sent(
+                            tx, runtime, row, receipt.block_number, receipt.transaction_hash
+                        )
+                        continue
                     status, fields = "completed", {}
                 else:
                     status, fields = "failed", {"failure": _reverted(chain, legs[row["id"]])}
             if store.move(tx, row["id"], status, now, box=runtime.secrets, **fields):
                 report.add({f"transfers_{status}": 1})
+                if status == "completed" and receipt is not None:  # into the books
+                    postings.swap_settled(
+                        tx, runtime, row, receipt.block_number, receipt.transaction_hash
+                    )
 
 
 def settle_reorged(runtime: Runtime, chain_id: int, report: Report) -> None:
@@ -217,6 +224,16 @@ def settle_reorged(runtime: Runtime, chain_id: int, report: Report) -> None:
                 legs = store.legs(tx, mark.ref) if row is not None else []
                 mined_raw = store.version_raw(tx, row["transaction_hash"]) if row else None
             signed = [leg.signed for leg in legs]
+            if row is not None and row["status"] == "completed":  # before it is sent again
+                with runtime.storage.transaction() as tx:
+                    breaks.open_missing_movement(
+                        tx,
+                        transfer_id=mark.ref,
+                        chain_id=chain_id,
+                        block_number=mark.block_number,
+                        decimals=lambda token: runtime.chains.decimals(chain_id, token),
+                        now=runtime.now_text(),
+                    )
             if row is not None and signed and mined_raw is not None:  # an earlier version
                 last = signed[-1]
                 signed[-1] = Signed(raw=mined_raw, hash=row["transaction_hash"], nonce=last.nonce)

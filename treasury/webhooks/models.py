@@ -19,6 +19,8 @@ EventName = Literal[
     "transfer.failed",
     "deposit.received",
     "deposit.reversed",
+    "reconciliation.break_opened",
+    "reconciliation.break_resolved",
 ]
 DeliveryId = Annotated[str, StringConstraints(pattern=r"^msg_[0-9a-f]{32}$")]
 EVENT_NAMES: tuple[EventName, ...] = get_args(EventName)
