@@ -7,10 +7,10 @@ and compares each with the journal's `posted` *at that block*: every wallet acco
 running sum less what was posted for later blocks (a seek on the block index). Its cost
 grows with the pairs, never with the journal's length.
 
-The height is the head less the chain's confirmations, and never beyond what the deposit
-detector has scanned (its highest cursor mark): below it every deposit the books will
-know is posted. On a chain that keeps no history (the in-process devnet) it must be the
-head.
+The height is the head less the chain's confirmations (on a chain that keeps no history,
+the in-process devnet, its head). An inflow in a block the deposit detector has not
+scanned yet (above its highest cursor mark) is in flight: it will be posted as a
+deposit; an outflow is never waited for.
 
 A pair that ties out is remembered with its block; its open breaks at or below that
 block are resolved. A pair that differs is explained from the chain's own evidence: the
@@ -116,10 +116,10 @@ class NotYet(Conflict):
 
 
 def height(runtime: Runtime, chain: Chain) -> tuple[int, int]:
-    """The block a run reads, and the block the deposit detector has scanned up to: the
-    head less the confirmations, never beyond what the detector scanned (below it every
-    deposit the books will know is posted); on a chain without history, its head (the
-    logs the detector has not scanned yet are then in flight)."""
+    """The block a run reads (the head less the chain's confirmations; on a chain without
+    history, its head), and the block the deposit detector has scanned up to (an inflow
+    above it is in flight: the detector has not reached it yet). 409 before the detector
+    scanned the chain at all: the books start with it."""
     head = chain.head()
     confirmations = (
         runtime.deposit_confirmations
@@ -135,7 +135,7 @@ def height(runtime: Runtime, chain: Chain) -> tuple[int, int]:
         )
     if not chain.keeps_history:
         return head, scanned
-    return max(min(head - confirmations, scanned), 0), scanned
+    return max(head - confirmations, 0), scanned
 
 
 def run(runtime: Runtime, chain_id: int, org_id: str | None = None) -> list[Outcome]:
@@ -190,6 +190,12 @@ def _expected(
         later = store.posted_after(tx, org_id, chain_id, block)
         differed = store.untied(tx, org_id, chain_id)
         previous = store.last_block(tx, org_id, chain_id)  # every other pair tied there
+        standing: dict[tuple[str, str], int] = {}  # a reorg may have moved a tie below it
+        for row in store.open_breaks(tx, org_id, chain_id):
+            key = (str(row["wallet"]), str(row["token"]))
+            standing[key] = min(
+                int(row["block_number"]), standing.get(key, int(row["block_number"]))
+            )
     pairs = []
     for address in addresses:
         account = journal.wallet(address)
@@ -199,6 +205,9 @@ def _expected(
             pair = Pair(org_id, address, token, expected)
             pair.untied = key in differed
             pair.tied = differed[key] if pair.untied else previous
+            if key in standing:  # its evidence from its oldest open break's block on
+                below = standing[key] - 1
+                pair.tied = below if pair.tied is None else min(pair.tied, below)
             pairs.append(pair)
     return pairs
 
@@ -248,8 +257,8 @@ def _explain(
         if tx_hash not in on_chain:  # the books have it, the chain does not
             parts["missing_movement"][0] += delta
             evidence["missing_movement"] += [*sorted(transfers[tx_hash]), tx_hash]
-        elif pair.org_id in ours.get(tx_hash, set()) or tx_hash in unscanned:  # settling
-            pair.in_flight += delta
+        elif pair.org_id in ours.get(tx_hash, set()) or (delta > 0 and tx_hash in unscanned):
+            pair.in_flight += delta  # a leg of ours being settled, a deposit not reached yet
         else:
             kind: breaks.Kind = "unexplained_inflow" if delta > 0 else "unexplained_outflow"
             parts[kind][0] += delta
