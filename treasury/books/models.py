@@ -141,7 +141,9 @@ def _line(line: StatementLine) -> list[str | None]:
 
 #: A statement as CSV: an ``opening`` row, one row per entry, a ``closing`` row.
 STATEMENT_CSV: CsvTable[StatementLine] = CsvTable(
-    ("at", "kind", "amount", "balance", "transferId", "depositId", "transactionHash"), _line
+    ("at", "kind", "amount", "balance", "transferId", "depositId", "transactionHash"),
+    _line,
+    numbers=frozenset({"amount", "balance"}),
 )
 
 
