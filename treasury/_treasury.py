@@ -37,7 +37,7 @@ from .backends.storage.base import Storage
 from .balances import Balances
 from .bank_accounts import BankAccounts
 from .bank_accounts.operations import finish_registrations
-from .books import Ledger, ReconciliationGroup, Statements, reconcile
+from .books import Ledger, ReconciliationGroup, Statements, reconcile_books
 from .config import Settings
 from .deposits import detect_deposits
 from .errors import AuthenticationError, Forbidden
@@ -77,7 +77,7 @@ JOBS: tuple[Job, ...] = (
     Job("advance_transfers", advance_transfers),
     Job("heal_nonce_holes", heal_nonce_holes),
     Job("detect_deposits", detect_deposits),
-    Job("reconcile", reconcile),
+    Job("reconcile", reconcile_books),
     Job("sweep_virtual_wallets", sweep_virtual_wallets),
     Job("snapshot_yields", snapshot_yields),
     Job("publish_yield_periods", publish_yield_periods),

@@ -16,7 +16,7 @@ from .models import (
     StatementEntry,
 )
 from .operations import Ledger, ReconciliationGroup, Statements
-from .reconcile import reconcile
+from .reconcile import reconcile_books
 
 __all__ = [
     "Break",
@@ -29,5 +29,5 @@ __all__ = [
     "Statement",
     "StatementEntry",
     "Statements",
-    "reconcile",
+    "reconcile_books",
 ]

@@ -84,7 +84,7 @@ class Outcome:
     breaks_open: int
 
 
-def reconcile(runtime: Runtime, report: Report) -> None:
+def reconcile_books(runtime: Runtime, report: Report) -> None:
     """Job: every chain not reconciled within `reconcile_interval`, every organization at
     one height; a chain whose wallets nobody holds costs no request."""
     interval = timedelta(seconds=runtime.reconcile_interval)
@@ -160,7 +160,7 @@ def run(runtime: Runtime, chain_id: int, org_id: str | None = None) -> list[Outc
             if chain.keeps_history or attempt == ATTEMPTS - 1:
                 raise
     actual = {
-        key: 0 if answer is None else int(str(answer[0]))
+        key: 0 if answer is None else _whole(answer[0])
         for key, answer in zip(listed, found, strict=True)
     }
     outcomes = []
@@ -274,7 +274,9 @@ def _record(runtime: Runtime, chain_id: int, org_id: str, pairs: list[Pair], blo
     """An organization's run in one transaction: ties remembered, breaks opened, updated
     and resolved (announced), the run itself."""
     now = runtime.now_text()
-    decimals = {p.token: runtime.chains.decimals(chain_id, p.token) for p in pairs}
+    decimals = {
+        token: runtime.chains.decimals(chain_id, token) for token in {p.token for p in pairs}
+    }
     tied = in_flight = 0
     with runtime.storage.transaction() as tx:
         tx.lock(f"reconcile:{org_id}:{chain_id}")
@@ -325,3 +327,8 @@ def _record(runtime: Runtime, chain_id: int, org_id: str, pairs: list[Pair], blo
             },
         )
     return outcome
+
+
+def _whole(value: object) -> int:
+    """A balance as the multicall decoded it (an int for a ``uint256``)."""
+    return value if isinstance(value, int) else int(str(value))

@@ -46,9 +46,10 @@ __all__ = ["BATCH_SIZE", "CALLS_PER_REQUEST", "MintingRpcChain", "RpcChain"]
 
 #: Receipts asked for in one JSON-RPC batch request.
 BATCH_SIZE = 500
-#: ``eth_call``s sent in one JSON-RPC batch request by `calls_at` (each may be a
-#: multicall of 100 balances: a request stays under a megabyte).
-CALLS_PER_REQUEST = 50
+#: ``eth_call``s sent in one JSON-RPC batch request by `calls_at`: each may be a
+#: multicall of 100 balances (about 40 KB of hex), so a request stays near 400 KB, under
+#: the body limits of nodes (anvil refuses a 2 MB batch).
+CALLS_PER_REQUEST = 10
 _TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 
 
