@@ -86,22 +86,20 @@ class Outcome:
 
 def reconcile_books(runtime: Runtime, report: Report) -> None:
     """Job: every chain not reconciled within `reconcile_interval`, every organization at
-    one height; a chain whose wallets nobody holds costs no request."""
+    one height; a chain whose wallets nobody holds, or that the deposit detector has not
+    scanned yet (the books start with it), costs no request."""
     interval = timedelta(seconds=runtime.reconcile_interval)
     for chain_id in runtime.chains.ids():
         with report.part(f"chain {chain_id}"):
             with runtime.storage.read() as tx:
                 last = store.last_run_at(tx, chain_id)
-                holders = wallets.held_by_organization(tx)
-            if not holders:
-                continue
-            if last is not None and runtime.now() - datetime.fromisoformat(last) < interval:
-                continue
-            try:
-                outcomes = run(runtime, chain_id)
-            except NotYet as waiting:
-                report.condition(f"chain {chain_id}", str(waiting), count="chains_not_reconciled")
-                continue
+                if last is not None and runtime.now() - datetime.fromisoformat(last) < interval:
+                    continue
+                if marks.highest(tx, chain_id, "cursor") is None:
+                    continue  # not scanned yet: nothing the books could say
+                if not wallets.held_by_organization(tx):
+                    continue
+            outcomes = run(runtime, chain_id)
             report.add(
                 reconciliation_runs=len(outcomes),
                 pairs_reconciled=sum(o.pairs for o in outcomes),
@@ -112,7 +110,7 @@ def reconcile_books(runtime: Runtime, report: Report) -> None:
 
 class NotYet(Conflict):
     """The chain cannot be reconciled now (409): the deposit detector has not scanned it
-    yet, or a chain without history moved past what it scanned."""
+    yet."""
 
 
 def height(runtime: Runtime, chain: Chain) -> tuple[int, int]:
