@@ -702,6 +702,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             """CREATE TABLE reconciliation_runs (
                 id {pk},
                 org_id TEXT NOT NULL REFERENCES organizations(id),
+                number BIGINT NOT NULL,
                 chain_id BIGINT NOT NULL,
                 at TEXT NOT NULL,
                 block_number BIGINT NOT NULL,
@@ -709,7 +710,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 tied_out BIGINT NOT NULL,
                 in_flight BIGINT NOT NULL,
                 breaks_open BIGINT NOT NULL)""",
-            "CREATE INDEX reconciliation_runs_org ON reconciliation_runs (org_id, id)",
+            "CREATE UNIQUE INDEX reconciliation_runs_org ON reconciliation_runs (org_id, number)",
             "CREATE INDEX reconciliation_runs_chain ON reconciliation_runs (chain_id, at)",
             # amounts as raw decimal text with the token's decimals; `evidence`: JSON
             """CREATE TABLE reconciliation_breaks (

@@ -20,7 +20,14 @@ def order_by(query: ListQuery, tiebreak: str = "id") -> str:
 
 #: The tables whose rows the API numbers per organization (rows never hard-deleted once shown).
 NUMBERED = frozenset(
-    {"wallets", "recipients", "bank_accounts", "webhooks", "reconciliation_breaks"}
+    {
+        "wallets",
+        "recipients",
+        "bank_accounts",
+        "webhooks",
+        "reconciliation_breaks",
+        "reconciliation_runs",
+    }
 )
 
 

@@ -162,8 +162,10 @@ class ReconciliationRun(Resource):
     """One run over an organization's (wallet, token) pairs on a chain, read at one
     height (`block_number`): `tied_out` when the journal's posted balance equals the
     chain's for every pair; `pairs_tied_out` of `pairs` did; `in_flight` differed only
-    by movements of the service's own still being settled; `breaks_open` after it."""
+    by movements of the service's own still being settled; `breaks_open` after it. `id`:
+    its number in the organization."""
 
+    id: int
     at: datetime
     chain_id: int
     block_number: int

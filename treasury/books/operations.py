@@ -203,6 +203,7 @@ class ReconciliationGroup(Group):
         chain_id = chains.primary if request.chain_id is None else chains.require(request.chain_id)
         (outcome,) = reconcile.run(self._scope.runtime, chain_id, self._scope.org_id)
         return ReconciliationRun(
+            id=outcome.id,
             at=outcome.at,  # type: ignore[arg-type]
             chain_id=chain_id,
             block_number=outcome.block_number,
@@ -304,6 +305,7 @@ def _entry(row: Row, places: int) -> StatementEntry:
 
 def _run(row: Row) -> ReconciliationRun:
     return ReconciliationRun(
+        id=int(row["number"]),
         at=row["at"],
         chain_id=int(row["chain_id"]),
         block_number=int(row["block_number"]),

@@ -72,8 +72,9 @@ class Pair:
 
 @dataclass(frozen=True)
 class Outcome:
-    """An organization's run on a chain."""
+    """An organization's run on a chain (`id`: its number in the organization)."""
 
+    id: int
     org_id: str
     at: str
     chain_id: int
@@ -310,8 +311,7 @@ def _record(runtime: Runtime, chain_id: int, org_id: str, pairs: list[Pair], blo
                 if named not in pair.parts and int(row["block_number"]) <= block:
                     breaks.resolve(tx, row, now, note=f"tied out at block {block}")
         still = len(store.open_breaks(tx, org_id, chain_id))
-        outcome = Outcome(org_id, now, chain_id, block, len(pairs), tied, in_flight, still)
-        store.add_run(
+        number = store.add_run(
             tx,
             org_id,
             {
@@ -324,7 +324,7 @@ def _record(runtime: Runtime, chain_id: int, org_id: str, pairs: list[Pair], blo
                 "breaks_open": still,
             },
         )
-    return outcome
+    return Outcome(number, org_id, now, chain_id, block, len(pairs), tied, in_flight, still)
 
 
 def _whole(value: object) -> int:

@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from .._infra.sql import insert_numbered
 from .._records.breaks import COLUMNS as BREAK_COLUMNS
 from .._records.breaks import OPEN
 from ..backends.storage.base import Row, Transaction
@@ -118,21 +119,20 @@ def postings_between(
 
 # -- runs and pairs ------------------------------------------------------------------------
 
-RUN_COLUMNS = "at, chain_id, block_number, pairs, tied_out, in_flight, breaks_open"
+RUN_COLUMNS = "number, at, chain_id, block_number, pairs, tied_out, in_flight, breaks_open"
 
 
-def add_run(tx: Transaction, org_id: str, values: dict[str, Any]) -> None:
-    columns = ["org_id", *values]
-    tx.execute(
-        f"INSERT INTO reconciliation_runs ({', '.join(columns)})"
-        f" VALUES ({', '.join('?' * len(columns))})",
-        (org_id, *values.values()),
-    )
+def add_run(tx: Transaction, org_id: str, values: dict[str, Any]) -> int:
+    """Record a run, numbered in its organization; its number."""
+    row = insert_numbered(tx, "reconciliation_runs", org_id, values, "number")
+    assert row is not None
+    return int(row["number"])
 
 
 def last_run(tx: Transaction, org_id: str) -> Row | None:
     return tx.one(
-        f"SELECT {RUN_COLUMNS} FROM reconciliation_runs WHERE org_id = ? ORDER BY id DESC LIMIT 1",
+        f"SELECT {RUN_COLUMNS} FROM reconciliation_runs WHERE org_id = ?"
+        " ORDER BY number DESC LIMIT 1",
         (org_id,),
     )
 
@@ -147,7 +147,7 @@ def last_block(tx: Transaction, org_id: str, chain_id: int) -> int | None:
     """The block of the organization's last run on a chain."""
     row = tx.one(
         "SELECT block_number FROM reconciliation_runs WHERE org_id = ? AND chain_id = ?"
-        " ORDER BY id DESC LIMIT 1",
+        " ORDER BY number DESC LIMIT 1",
         (org_id, chain_id),
     )
     return None if row is None else int(row["block_number"])
