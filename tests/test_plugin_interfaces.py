@@ -22,9 +22,11 @@ def test_the_chain_interface_is_the_json_rpc_primitives() -> None:
     assert Chain.__abstractmethods__ == {
         "from_config",
         "call",
+        "calls_at",
         "receipts",
         "logs",
         "head",
+        "blocks",
         "send_raw_transaction",
         "pending_nonce",
         "mined_nonce",

@@ -278,6 +278,14 @@ class ReconciliationGroup(Group):
                 ],
                 block_number=int(row["block_number"]),
             )
+            store.accepted(
+                tx,
+                org_id,
+                int(row["chain_id"]),
+                str(row["wallet"]),
+                str(row["token"]),
+                int(row["block_number"]),
+            )
             done = breaks.resolve(tx, row, now, note=request.note, by=by)
             assert done is not None
             result = Break.model_validate(breaks.shown(done))

@@ -179,6 +179,18 @@ def untie(
     )
 
 
+def accepted(
+    tx: Transaction, org_id: str, chain_id: int, wallet: str, token: str, block: int
+) -> None:
+    """A difference accepted at `block` (a correction posted there): the pair's evidence
+    is looked for after it from now on."""
+    tx.execute(
+        "UPDATE reconciliation_pairs SET tied_block = ? WHERE org_id = ? AND chain_id = ?"
+        " AND wallet = ? AND token = ? AND (tied_block IS NULL OR tied_block < ?)",
+        (block, org_id, chain_id, wallet, token, block),
+    )
+
+
 def retie(tx: Transaction, org_id: str, chain_id: int, wallet: str, token: str) -> None:
     """A pair ties out again."""
     tx.execute(
