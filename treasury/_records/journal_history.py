@@ -20,18 +20,23 @@ no longer configured is left out.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from .._infra.runtime import Runtime
 from ..backends.storage.base import Row, Transaction
+from ..errors import TreasuryError
 from . import postings
 
+log = logging.getLogger("treasury.books")
 _ONCHAIN = ("deposit", "withdraw", "sweep")
 
 
 def post_history(tx: Transaction, runtime: Runtime) -> int:
-    """Post the history the store holds (in the migration's transaction); how many facts."""
+    """Post the history the store holds (in the migration's transaction); how many facts.
+    A fact that cannot be posted (a chain that does not answer its tokens' decimals) is
+    left out with a warning, never a store that does not open: reconciliation shows it."""
     configured = set(runtime.chains.ids())
     blocks = _receipt_blocks(tx)
     facts: list[tuple[str, int, Callable[[], Any]]] = []
@@ -53,9 +58,20 @@ def post_history(tx: Transaction, runtime: Runtime) -> int:
         fact = _transfer(tx, runtime, row, blocks)
         if fact is not None:
             facts.append((str(row["updated_at"]), len(facts), fact))
+    skipped = 0
     for _, _, post in sorted(facts, key=lambda fact: fact[:2]):
-        post()
-    return len(facts)
+        try:  # each fact fails before it writes (amounts, decimals, balance are checked first)
+            post()
+        except (ValueError, TreasuryError) as error:
+            skipped += 1
+            log.warning("the books' history: a fact left out (%s)", error)
+    if skipped:
+        log.warning(
+            "the books' history: %d of %d facts left out; reconciliation will show them",
+            skipped,
+            len(facts),
+        )
+    return len(facts) - skipped
 
 
 def _receipt_blocks(tx: Transaction) -> dict[tuple[int, str], tuple[int, int]]:
@@ -78,22 +94,27 @@ def _receipt_blocks(tx: Transaction) -> dict[tuple[int, str], tuple[int, int]]:
 
 
 def _deposit(tx: Transaction, runtime: Runtime, row: Row) -> Callable[[], Any]:
-    chain = runtime.chains.get(int(row["chain_id"]))
-    token = next((s for s in ("USDC", "USDT", "c0") if chain.addresses.get(s) == row["token"]), "")
-    paid_by = chain.addresses.get("yield_distributor")
-    fields = {
-        "chain_id": int(row["chain_id"]),
-        "tx_hash": row["hash"],
-        "log_index": int(row["log_index"]),
-        "org_id": row["org_id"],
-        "address": row["address"],
-        "raw": row["raw"],
-        "block_number": int(row["block_number"]),
-    }
-    kind = "yield_claim" if paid_by is not None and row["sender"] == paid_by else "deposit"
-    return lambda: postings.deposit(
-        tx, fields=fields, token=token, kind=kind, now=str(row["created_at"])
-    )
+    def post() -> bool:
+        chain = runtime.chains.get(int(row["chain_id"]))  # opened when something is posted
+        token = next(
+            (s for s in ("USDC", "USDT", "c0") if chain.addresses.get(s) == row["token"]), ""
+        )
+        paid_by = chain.addresses.get("yield_distributor")
+        kind = "yield_claim" if paid_by is not None and row["sender"] == paid_by else "deposit"
+        fields = {
+            "chain_id": int(row["chain_id"]),
+            "tx_hash": row["hash"],
+            "log_index": int(row["log_index"]),
+            "org_id": row["org_id"],
+            "address": row["address"],
+            "raw": row["raw"],
+            "block_number": int(row["block_number"]),
+        }
+        return postings.deposit(
+            tx, fields=fields, token=token, kind=kind, now=str(row["created_at"])
+        )
+
+    return post
 
 
 def _transfer(
