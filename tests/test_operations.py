@@ -242,6 +242,9 @@ def test_a_query_parameter_selects_the_second_operation_of_a_route():
     assert [op.cache for op in route] == [None, "forever"]  # only one period is immutable
 
 
+GENERATED = "treasury/client/_generated.py"
+
+
 def test_no_path_string_outside_the_table_and_the_http_package():
     found = subprocess.run(
         ["git", "grep", "-n", '"/v1', "--", "treasury/"],
@@ -250,9 +253,10 @@ def test_no_path_string_outside_the_table_and_the_http_package():
         text=True,
         check=False,
     ).stdout.splitlines()
-    outside = [
-        line for line in found if not line.startswith(("treasury/operations.py:", "treasury/http/"))
-    ]
+    # the typed client's declared methods are generated from the table (kept in step by
+    # tests/test_client_typed.py): a copy written by a program, not by hand
+    allowed = ("treasury/operations.py:", "treasury/http/", GENERATED + ":")
+    outside = [line for line in found if not line.startswith(allowed)]
     assert outside == []
     for op in OPERATIONS:
         first = op.path.strip("/").split("/")[0]
@@ -265,4 +269,4 @@ def test_no_path_string_outside_the_table_and_the_http_package():
             check=False,
         ).stdout.split()
         provider_api = {"treasury/backends/fiat/http.py", "treasury/testing/fake_provider.py"}
-        assert set(users) - provider_api <= {"treasury/operations.py"}, (literal, users)
+        assert set(users) - provider_api <= {"treasury/operations.py", GENERATED}, (literal, users)

@@ -9,14 +9,16 @@ uuid (`parse_external_id`) and shows it as a `BankAccountSummary`.
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BeforeValidator, StringConstraints
 
 from .._infra.models import Resource
 from .._infra.sql import insert_numbered
-from ..backends.storage.base import Row, Storage, Transaction, one_row
 from ..errors import ValidationError
+
+if TYPE_CHECKING:
+    from ..backends.storage.base import Row, Storage, Transaction
 
 COLUMNS = (
     "number, external_id, org_id, user_id, bank_name, business_name, account_owner_name,"
@@ -78,6 +80,9 @@ def by_external_id(tx: Transaction, org_id: str, external_id: str) -> Row | None
 def provider_account(source: Transaction | Storage, org_id: str, external_id: str) -> Row | None:
     """A registered account's display fields and its provider id, by our uuid (in a
     transaction or as one statement, `one_row`)."""
+    # imported here: this module's models (read by the typed client) need no storage
+    from ..backends.storage.base import one_row
+
     return one_row(
         source,
         "SELECT external_id, bank_name, account_owner_name, account_number_last4,"

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from ..backends.storage.base import Storage, Transaction, one_row
+if TYPE_CHECKING:
+    from ..backends.storage.base import Storage, Transaction
+
 
 Destinations = Literal["any", "known"]
 
@@ -33,6 +35,9 @@ OFF = Rules()
 
 def read(source: Transaction | Storage, org_id: str) -> Rules:
     """The organization's rules, in a transaction or as one statement (`one_row`)."""
+    # imported here: this module's models (read by the typed client) need no storage
+    from ..backends.storage.base import one_row
+
     row = one_row(
         source,
         "SELECT approval_threshold, daily_limit, destinations FROM policies WHERE org_id = ?",

@@ -7,14 +7,16 @@ write).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, field_validator
 
 from .._infra.models import HASH_PATTERN, Address, Body, RowId
 from .._infra.sql import keyset_page
-from ..backends.storage.base import DuplicateKey, Row, Transaction
 from ..errors import Conflict
+
+if TYPE_CHECKING:
+    from ..backends.storage.base import Row, Transaction
 
 TxHash = Annotated[str, StringConstraints(pattern=HASH_PATTERN), Field()]
 
@@ -59,6 +61,9 @@ def insert(
     tx: Transaction, org_id: str, chain_id: int, request: RecordTransaction, wallet: Row, now: str
 ) -> None:
     """A pending transaction of `wallet` (a row with `row_id`, `id` and `address`)."""
+    # imported here: this module's models (read by the typed client) need no storage
+    from ..backends.storage.base import DuplicateKey
+
     try:
         tx.execute(
             "INSERT INTO transactions (org_id, chain_id, hash, type, sender, contract, token,"

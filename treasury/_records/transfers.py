@@ -5,9 +5,11 @@ nonces of signed legs are held by), and which transaction hashes our own transfe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from ..backends.storage.base import Transaction
+if TYPE_CHECKING:
+    from ..backends.storage.base import Transaction
+
 
 #: A transfer's status, as the API shows it.
 Status = Literal["pending", "submitted", "completed", "failed"]

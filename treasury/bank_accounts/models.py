@@ -7,8 +7,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from .._infra.idempotency import SealedAtRest
-from .._infra.models import Body, PlainText, Replayable, Timestamped
+from .._infra.models import Body, PlainText, Replayable, SealedAtRest, Timestamped
 
 _US_ZIP = re.compile(r"^[0-9]{5}(-[0-9]{4})?$")  # ASCII digits: \d takes any Unicode digit
 Text = Annotated[

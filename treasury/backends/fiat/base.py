@@ -18,10 +18,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
-from ..chain.base import Chain
-from ..storage.base import Storage
+if TYPE_CHECKING:
+    from ..chain.base import Chain
+    from ..storage.base import Storage
 
 #: Provider transfer states that end a transfer for us (DESIGN §3 "Provider states map"):
 #: processed, or one of the provider's exception paths. ``in_review`` and
