@@ -143,6 +143,13 @@ def public_module(cls: type) -> str:
     return module
 
 
+def path_type(render: Renderer, annotation: Any) -> str:
+    """A path parameter's type; a bank account is named by its integer id or its uuid."""
+    from treasury.bank_accounts.models import BankAccountRef
+
+    return "int | str" if annotation is BankAccountRef else render.annotation(annotation)
+
+
 def source() -> str:
     """The module's text, from the table as it is now."""
     from treasury.operations import IDEMPOTENCY_HEADER, OPERATIONS, PREFIX
@@ -175,7 +182,7 @@ def source() -> str:
             spec_args.append("csv=True")
         specs.append(f"{constant} = Spec({', '.join(spec_args)})")
 
-        path = [f"{snake(p.name)}: {render.annotation(p.type)}" for p in op.path_params]
+        path = [f"{snake(p.name)}: {path_type(render, p.type)}" for p in op.path_params]
         key = ["idempotency_key: str | None = None"] if op.idempotency is not None else []
         doc = f'        """{op.summary}: ``{op.method} /v1{op.path}``."""'
         call = f"        return self._call({constant}, ({', '.join(snake(p.name) for p in op.path_params)}{',' if op.path_params else ''}), args, fields{', idempotency_key' if key else ', None'})"

@@ -24,6 +24,7 @@ reveal_type(c.wallets.list())
 reveal_type(c.transfers.get("00000000-0000-0000-0000-000000000000"))
 reveal_type(c.transfers.list(limit=5).data)
 reveal_type(c.yields.estimate(31337, "0x" + "0" * 40))
+reveal_type(c.bank_accounts.update(1, {"account": {}, "address": {}}))
 reveal_type(c.test_helpers.faucet(31337, address="0x", token="usdc", amount="1"))
 reveal_type(c.transfers.export(from_="2026-01-01T00:00:00Z", to="2026-02-01T00:00:00Z"))
 c.wallets.create(labl="typo")
@@ -44,7 +45,7 @@ def _mypy(tmp_path: Path, source: str) -> str:
 def test_mypy_reveals_the_core_models_never_any(tmp_path: Path) -> None:
     shown = _mypy(tmp_path, SNIPPET)
     revealed = [line for line in shown.splitlines() if "Revealed type" in line]
-    assert len(revealed) == 7, shown
+    assert len(revealed) == 8, shown
     assert not any("Any" in line for line in revealed), shown
     expected = [
         "treasury.wallets.models.Wallet",
@@ -52,6 +53,7 @@ def test_mypy_reveals_the_core_models_never_any(tmp_path: Path) -> None:
         "treasury.transfers.models.Transfer",
         "list[treasury.transfers.models.Transfer]",
         "treasury.yields.models.YieldEstimate",
+        "treasury.bank_accounts.models.BankAccount",
         "treasury.test_helpers.models.Funded",
         "str",
     ]

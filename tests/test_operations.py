@@ -140,6 +140,11 @@ def samples(live: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
         "recipients.delete": ("DELETE", "/v1/recipients/1", {}),
         "bank_accounts.create": ("POST", "/v1/bank-accounts", {"json": BANK_ACCOUNT}),
         "bank_accounts.list": ("GET", "/v1/bank-accounts", {}),
+        "bank_accounts.update": (
+            "PUT",
+            "/v1/bank-accounts/1",
+            {"json": {k: BANK_ACCOUNT[k] for k in ("account", "address")}},
+        ),
         "webhooks.create": (
             "POST",
             "/v1/webhooks",

@@ -77,6 +77,35 @@ def by_external_id(tx: Transaction, org_id: str, external_id: str) -> Row | None
     )
 
 
+def by_reference(tx: Transaction, org_id: str, reference: str) -> Row | None:
+    """A registered account by the integer its creation answered or by its uuid, with
+    its provider id."""
+    column = "number" if reference.isdigit() else "external_id"
+    value: object = int(reference) if reference.isdigit() else reference.lower()
+    return tx.one(
+        f"SELECT {COLUMNS}, provider_account_id FROM bank_accounts"
+        f" WHERE {_REGISTERED} AND {column} = ?",
+        (org_id, value),
+    )
+
+
+def replace_details(
+    tx: Transaction, external_id: str, provider_id: str, values: dict[str, object], now: str
+) -> Row | None:
+    """New details of a registered account (`values`: column -> value, numbers sealed)
+    and the provider's id of the account that now holds them; the row as shown."""
+    assignments = "".join(f", {column} = ?" for column in values)
+    tx.execute(
+        f"UPDATE bank_accounts SET provider_account_id = ?, updated_at = ?{assignments}"
+        " WHERE external_id = ? AND state = 'registered'",
+        (provider_id, now, *values.values(), external_id),
+    )
+    return tx.one(
+        f"SELECT {COLUMNS}, provider_account_id FROM bank_accounts WHERE external_id = ?",
+        (external_id,),
+    )
+
+
 def provider_account(source: Transaction | Storage, org_id: str, external_id: str) -> Row | None:
     """A registered account's display fields and its provider id, by our uuid (in a
     transaction or as one statement, `one_row`)."""

@@ -3,7 +3,7 @@
 import typing as _typing
 
 from .._infra.imports import lazy_attributes as _lazy_attributes
-from .models import BankAccount, BankAccountRow, CreateBankAccount
+from .models import BankAccount, BankAccountRow, CreateBankAccount, UpdateBankAccount
 
 if _typing.TYPE_CHECKING:
     from .._records.bank_accounts import BankAccountSummary
@@ -16,6 +16,7 @@ __all__ = [
     "BankAccountSummary",
     "BankAccounts",
     "CreateBankAccount",
+    "UpdateBankAccount",
 ]
 
 # The operations are imported on first use (a model alone does not load them).

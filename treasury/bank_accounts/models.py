@@ -72,6 +72,24 @@ class CreateBankAccount(Body):
     address: PostalAddress
 
 
+class UpdateBankAccount(Body):
+    """``PUT /v1/bank-accounts/{id}``: the account's new details, in the creation's shapes."""
+
+    account: AccountDetails
+    address: PostalAddress
+
+
+#: A bank account in a path: the integer `id` its creation answered, or its uuid.
+BankAccountRef = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True,
+        pattern=r"^([0-9]{1,18}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$",
+    ),
+    Field(description="The integer id its creation answered, or the row's uuid"),
+]
+
+
 class BankAccount(Timestamped, Replayable, SealedAtRest):
     """The creation response; `provider_external_account_id` is the list row's `id`."""
 

@@ -26,6 +26,7 @@ from ..bank_accounts.models import (
     BankAccountRow,
     CreateBankAccount,
     PostalAddress,
+    UpdateBankAccount,
 )
 from ..policy.models import Policy, SetPolicy
 from ..recipients.models import CreateRecipient, Recipient, UpdateRecipient
@@ -174,6 +175,16 @@ _BANK_ACCOUNTS_CREATE = Spec(
 )
 _BANK_ACCOUNTS_LIST = Spec(
     "bank_accounts.list", "GET", "/bank-accounts", ListOf[BankAccountRow], params=(), status=200
+)
+_BANK_ACCOUNTS_UPDATE = Spec(
+    "bank_accounts.update",
+    "PUT",
+    "/bank-accounts/{id}",
+    BankAccount,
+    params=("id",),
+    status=200,
+    body=UpdateBankAccount,
+    idempotency="optional",
 )
 _WEBHOOKS_CREATE = Spec(
     "webhooks.create",
@@ -547,6 +558,31 @@ class BankAccountsGroup(Group):
     def list(self) -> ListOf[BankAccountRow]:
         """List bank accounts: ``GET /v1/bank-accounts``."""
         return self._call(_BANK_ACCOUNTS_LIST, (), (), {}, None)
+
+    @overload
+    def update(
+        self,
+        id_: int | str,
+        body: UpdateBankAccount | Mapping[str, Any],
+        /,
+        *,
+        idempotency_key: str | None = None,
+    ) -> BankAccount: ...
+    @overload
+    def update(
+        self,
+        id_: int | str,
+        /,
+        account: AccountDetails | Mapping[str, Any],
+        address: PostalAddress | Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+    ) -> BankAccount: ...
+    def update(
+        self, id_: int | str, *args: Any, idempotency_key: str | None = None, **fields: Any
+    ) -> BankAccount:
+        """Replace a bank account's details (a new account at the provider, the old one deactivated there): ``PUT /v1/bank-accounts/{id}``."""
+        return self._call(_BANK_ACCOUNTS_UPDATE, (id_,), args, fields, idempotency_key)
 
 
 class WebhooksGroup(Group):
