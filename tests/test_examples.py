@@ -111,3 +111,22 @@ def test_the_walkthrough_notebook_runs_as_a_script(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "completed" in done.stdout and "apy" in done.stdout
+
+
+def test_the_webhook_receiver_shows_every_family_and_ignores_an_older_event():
+    """The example prints what each event is about (not "None" for a transfer or a
+    deposit) and applies, per object, only an event newer than the last one applied."""
+    receiver = load("webhook_receiver")
+    transfer = {"id": "t1", "status": "completed", "from": {"amount": "5", "currency": "usdc"}}
+    deposit = {"address": "0xabc", "token": "USDC", "amount": "2.5", "transactionHash": "0x1",
+               "logIndex": 0}  # fmt: skip
+    shown = receiver.describe({"type": "transfer.completed", "data": transfer})
+    assert "None" not in shown and "t1 completed" in shown and "5 usdc" in shown
+    shown = receiver.describe({"type": "deposit.received", "data": deposit})
+    assert shown == "2.5 USDC to 0xabc"
+    applied: list[str] = []
+    handle = receiver.latest(lambda payload: applied.append(payload["type"]))
+    for kind, number in (("transfer.completed", 3), ("transfer.submitted", 2)):
+        handle({"type": kind, "sequence": number, "data": {**transfer, "status": kind}})
+    handle({"type": "transfer.created", "sequence": 1, "data": {**transfer, "id": "t2"}})
+    assert applied == ["transfer.completed", "transfer.created"]  # the late retry ignored

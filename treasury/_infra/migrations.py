@@ -584,4 +584,25 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "{define_sha256_hex}",
         ],
     ),
+    (
+        18,
+        "events: each organization's sequence (in commit order) and the object they are"
+        " about; deliveries go out in that order per object and webhook",
+        [
+            """CREATE TABLE event_sequences (
+                org_id TEXT PRIMARY KEY REFERENCES organizations(id),
+                last BIGINT NOT NULL){clustered}""",
+            "ALTER TABLE events ADD COLUMN sequence BIGINT",
+            "ALTER TABLE webhook_deliveries ADD COLUMN object_key TEXT",
+            "ALTER TABLE webhook_deliveries ADD COLUMN sequence BIGINT",
+            "UPDATE events SET sequence = id",
+            "UPDATE webhook_deliveries SET sequence = event_id",
+            """INSERT INTO event_sequences (org_id, last)
+                SELECT org_id, MAX(id) FROM events GROUP BY org_id""",
+            # the earlier first attempts of one object to one webhook, still to be made
+            """CREATE INDEX webhook_deliveries_order
+                ON webhook_deliveries (webhook_id, object_key, sequence)
+                WHERE status = 'pending' AND attempts = 0""",
+        ],
+    ),
 ]
