@@ -78,10 +78,9 @@ class Renderer:
     def field(self, info: FieldInfo) -> str:
         if _decimal_text(info.metadata) or _decimal_text_in(info.annotation):
             return "str | int | Decimal"
-        text = self.annotation(info.annotation)
-        if text.startswith("Literal[") and _before(info.metadata):
+        if get_origin(info.annotation) is Literal and _before(info.metadata):
             return "str"  # a validator widens what is accepted (a symbol in any case)
-        return text
+        return self.annotation(info.annotation)
 
     def annotation(self, annotation: Any) -> str:
         origin, args = get_origin(annotation), get_args(annotation)
@@ -99,6 +98,10 @@ class Renderer:
                         parts.append(part)
             return " | ".join(parts)
         if origin is Literal:
+            named = _named(annotation)
+            if named is not None:  # the models' own name for it: one list of its values
+                self.models.setdefault(named[0], set()).add(named[1])
+                return named[1]
             return f"Literal[{', '.join(repr(arg) for arg in args)}]"
         if origin is list:
             return f"list[{self.annotation(args[0])}]"
@@ -122,6 +125,20 @@ def _decimal_text(metadata: Any) -> bool:
         isinstance(item, BeforeValidator) and item.func.__name__ == "_decimal_text"
         for item in metadata
     )
+
+
+def _named(annotation: Any) -> tuple[str, str] | None:
+    """A Literal that a models module names at its top (``EventName``): that module and
+    name, so the client refers to it instead of repeating its values."""
+    for module_name, module in sorted(sys.modules.items()):
+        if not module_name.startswith("treasury.") or module_name.endswith(".operations"):
+            continue
+        for name, value in vars(module).items():
+            if value is annotation and not name.startswith("_") and len(get_args(value)) > 2:
+                source = Path(module.__file__ or "").read_text()
+                if f"\n{name} = Literal[" in source:  # defined there, not imported
+                    return module_name, name
+    return None
 
 
 def _before(metadata: Any) -> bool:

@@ -17,7 +17,7 @@ from typing import Any, Literal, overload
 from uuid import UUID
 
 from .._infra.models import Deleted, ListOf, ListQuery, Page, PageQuery
-from .._records.transactions import RecordTransaction
+from .._records.transactions import RecordTransaction, TransactionType
 from ..audit.models import AuditEvent
 from ..balances.models import TokenBalance
 from ..bank_accounts.models import (
@@ -36,7 +36,7 @@ from ..transactions.models import Recorded, Transaction, TransactionsQuery
 from ..transfers.models import CreateTransfer, Destination, ExportQuery, Source, Transfer
 from ..virtual.models import VirtualAccount, VirtualWallet
 from ..wallets.models import CreateWallet, TrackedWalletResponse, TrackWallet, UpdateWallet, Wallet
-from ..webhooks.models import CreatedWebhook, CreateWebhook, Delivery, Webhook
+from ..webhooks.models import CreatedWebhook, CreateWebhook, Delivery, EventName, Webhook
 from ..yields.models import (
     ArtifactQuery,
     ArtifactsQuery,
@@ -597,17 +597,7 @@ class WebhooksGroup(Group):
         self,
         /,
         url: str,
-        events: list[
-            Literal[
-                "transaction.confirmed",
-                "transaction.failed",
-                "transfer.created",
-                "transfer.submitted",
-                "transfer.completed",
-                "transfer.failed",
-                "deposit.received",
-            ]
-        ],
+        events: list[EventName],
         wallets: list[str] | None = None,
         *,
         idempotency_key: str | None = None,
@@ -760,7 +750,7 @@ class TransactionsGroup(Group):
         chain_id: int,
         /,
         hash: str,
-        type: Literal["deposit", "withdrawal", "yield", "approval", "other"],
+        type: TransactionType,
         from_: str,
         contract: str,
         token: str,
