@@ -45,11 +45,13 @@ def test_the_yield_commands_while_serve_runs(folder: Path) -> None:
         assert missing.returncode == 1 and "Traceback" not in missing.stderr
         assert "not published" in json.loads(missing.stderr)["error"]
         for args in (("yield", "publish"), ("yield", "publish", "--json")):
-            refused = treasury(folder, *args)
-            assert refused.returncode == 1, refused.stdout
-            assert "Traceback" not in refused.stderr, refused.stderr
-            assert "treasury serve" in refused.stderr and "every pass" in refused.stderr
-            assert "open in another process" not in refused.stderr
+            said = treasury(folder, *args)
+            assert "Traceback" not in said.stderr, said.stderr
+            assert "treasury serve" in said.stderr and "every pass" in said.stderr
+            assert "open in another process" not in said.stderr
+            # SQLite: serve holds the devnet's file, so nothing runs here (exit 1); a
+            # devnet in memory (PostgreSQL): this process's own chain, with a warning
+            assert said.returncode == (0 if on_postgres() else 1), said.stdout
 
 
 def test_serve_says_when_the_devnet_will_not_outlive_it(folder: Path) -> None:

@@ -103,16 +103,16 @@ def publish(ctx: click.Context, period_now: bool, chain_id: int | None) -> None:
     for in_process in in_process_chains(t.settings):  # held by a `serve` of this store?
         if chain_id in (None, in_process):
             t.chain(in_process)  # LedgerInUse: said plainly (`command`), nothing attempted
-    apart = [c for c in devnets_in_memory(t) if chain_id in (None, c)]
-    if apart and not period_now:
-        fail(
-            ctx,
-            f"chain {apart[0]} is an in-process devnet kept in memory: this command would"
-            " snapshot a fresh, empty chain of its own, not the one `treasury serve` runs"
-            " (whose jobs snapshot and publish on every pass). Keep the devnet in a file"
-            f' (treasury.toml [chains] {apart[0]} = "devnet:///treasury.chain") or run'
-            " `treasury devnet` and give its URL, to publish from here",
-        )
+    for apart in devnets_in_memory(t):
+        if chain_id in (None, apart) and not period_now:
+            click.echo(
+                f"warning: chain {apart} is an in-process devnet kept in memory: this command"
+                " snapshots a chain of its own, not the one a `treasury serve` runs (whose"
+                " jobs snapshot and publish on every pass). Keep the devnet in a file"
+                f' (treasury.toml [chains] {apart} = "devnet:///treasury.chain") or run'
+                " `treasury devnet` and give its URL, to publish from here",
+                err=True,
+            )
     if period_now:
         _publish_now(ctx, t, chain_id)
         return
