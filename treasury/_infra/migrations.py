@@ -588,7 +588,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         18,
         "the chain can go back: the blocks the service acted on (their hashes, compared with"
         " the canonical chain each pass); every signed version of a leg; when a leg was"
-        " broadcast; why a transfer waits",
+        " broadcast; why a transfer waits; gas stations' top-ups",
         [
             # one row per receipt settled on, deposit log recorded, detector cursor
             """CREATE TABLE chain_marks (
@@ -611,6 +611,16 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "CREATE INDEX leg_versions_leg ON leg_versions (transfer_id, position)",
             "ALTER TABLE transfer_legs ADD COLUMN broadcast_block BIGINT",
             "ALTER TABLE transfers ADD COLUMN waiting_reason TEXT",
+            # a gas station's top-ups of a wallet's ETH, one at a time per wallet
+            """CREATE TABLE gas_topups (
+                hash TEXT PRIMARY KEY,
+                chain_id BIGINT NOT NULL,
+                wallet TEXT NOT NULL,
+                station TEXT NOT NULL,
+                amount TEXT NOT NULL,
+                settled INTEGER NOT NULL DEFAULT 0,
+                created_at TEXT NOT NULL)""",
+            "CREATE INDEX gas_topups_open ON gas_topups (chain_id, wallet) WHERE settled = 0",
         ],
     ),
     (

@@ -7,7 +7,7 @@ import json
 from pydantic import Field
 
 from .._infra.models import Address, PageQuery, Replayable, Timestamped
-from .._records.transactions import TransactionStatus, TransactionType
+from .._records.transactions import TrackedType, TransactionStatus
 from ..backends.storage.base import Row
 
 
@@ -41,7 +41,7 @@ class Transaction(Timestamped):
     hash: str
     chain_id: int
     status: TransactionStatus
-    type: TransactionType
+    type: TrackedType
     from_: str = Field(alias="from")
     contract: str
     token: str
