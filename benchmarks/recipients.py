@@ -167,12 +167,18 @@ def audit_log(conn: sqlite3.Connection) -> Callable[[int, str], None]:
             "prevHash": "",
         }
     )
-    first = _sha256_hex(before + audit.GENESIS + after)
+    key = b"k" * 32
 
     def send(number: int, now: str) -> None:
-        conn.execute(audit._ADVANCE_HEAD, (FLOOR_ORG_ID, audit.GENESIS, first, before, after))
+        head = conn.execute(audit._TAKE_HEAD, (FLOOR_ORG_ID, audit.GENESIS)).fetchone()
+        seq, previous = head[0] + 1, head[1]
+        digest = audit.keyed_hash(key, before + previous + after)
+        conn.execute(audit._ADVANCE_HEAD, (seq, previous, digest, FLOOR_ORG_ID))
         event = (f"aud_{number}", now, '{"admin":true}', "recipients.create", "recipient")
-        conn.execute(audit._COPY_EVENT, (*event, str(number), 201, None, FLOOR_ORG_ID))
+        conn.execute(
+            audit._COPY_EVENT,
+            (FLOOR_ORG_ID, seq, *event, str(number), 201, None, previous, digest),
+        )
 
     return send
 

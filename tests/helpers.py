@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 from datetime import datetime
+from typing import Any
 
 from treasury.test_helpers.samples import BANK_ACCOUNT
 
@@ -126,3 +127,30 @@ def events(t: object, prefix: str = "") -> list[tuple[str, dict]]:
             assert payload["event"] == payload["type"] == row["type"]
             found.append((row["type"], payload["data"]))
     return found
+
+
+#: The whole policy with every control off (`PUT /v1/policy` takes every field).
+POLICY_OFF: dict[str, Any] = {
+    "approvalThreshold": None,
+    "dailyLimit": None,
+    "destinations": "any",
+    "destinationCooldownHours": 0,
+    "gasStation": None,
+}
+
+
+def policy(**given: Any) -> dict[str, Any]:
+    """A whole policy body: `given` (camelCase) over every control off, no cooldown."""
+    return {**POLICY_OFF, **given}
+
+
+def py_policy(**given: Any) -> dict[str, Any]:
+    """`policy` for `org.policy.put(**...)` (snake_case)."""
+    off = {
+        "approval_threshold": None,
+        "daily_limit": None,
+        "destinations": "any",
+        "destination_cooldown_hours": 0,
+        "gas_station": None,
+    }
+    return {**off, **given}

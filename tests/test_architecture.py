@@ -25,8 +25,15 @@ PYPROJECT = ROOT.parent / "pyproject.toml"
 OWNED = {
     "admin": {"organizations", "api_keys"},
     "test_helpers": set(),
-    "deposits": {"log_cursors", "deposits"},
-    "transfers": {"transfers", "transfer_legs", "nonce_holes", "fiat_cursor"},
+    "deposits": {"log_cursors", "deposits", "held_logs"},
+    "transfers": {
+        "transfers",
+        "transfer_legs",
+        "leg_versions",
+        "nonce_holes",
+        "fiat_cursor",
+        "gas_topups",
+    },
     "virtual": {"virtual_accounts", "virtual_wallets"},
     "wallets": {"wallets"},
     "recipients": {"recipients"},
@@ -38,6 +45,7 @@ OWNED = {
     "webhooks": {"webhooks", "webhook_deliveries", "webhook_attempts", "webhook_resends", "events"},
     "policy": {"policies"},
     "audit": {"audit_events", "audit_heads"},
+    "reorgs": set(),
 }
 #: Every table the migrations create.
 TABLES = {

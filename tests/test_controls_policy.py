@@ -21,7 +21,18 @@ from treasury.http import create_app
 from treasury.testing.server import serve
 
 from .conftest import MASTER_KEY, make_tenant
-from .helpers import BANK_ACCOUNT, address, events, idem, offramp, onramp, swap
+from .helpers import (
+    BANK_ACCOUNT,
+    POLICY_OFF,
+    address,
+    events,
+    idem,
+    offramp,
+    onramp,
+    policy,
+    py_policy,
+    swap,
+)
 from .test_cli import _no_outside_settings, cwd, run, run_json  # noqa: F401 (fixtures)
 
 CHAIN = 31337
@@ -41,7 +52,7 @@ class Env:
         return self.alice.post("/v1/transfers", json=body, headers=idem())
 
     def policy(self, **rules: Any) -> dict[str, Any]:
-        answer = self.alice.put("/v1/policy", json=rules)
+        answer = self.alice.put("/v1/policy", json=policy(**rules))
         assert answer.status_code == 200, answer.text
         return dict(answer.json())
 
@@ -90,23 +101,26 @@ def env(storage_url: str) -> Iterator[Env]:
 
 
 def test_every_control_is_off_until_set_and_put_replaces_the_whole_policy(env: Env) -> None:
-    off = {"approvalThreshold": None, "dailyLimit": None, "destinations": "any"}
+    off = {**POLICY_OFF, "destinationCooldownHours": 24}
     assert env.alice.get("/v1/policy").json() == off
     set_ = env.policy(approvalThreshold="1000.50", dailyLimit="5000", destinations="known")
-    assert set_ == {"approvalThreshold": "1000.5", "dailyLimit": "5000", "destinations": "known"}
+    assert set_ == policy(approvalThreshold="1000.5", dailyLimit="5000", destinations="known")
     assert env.alice.get("/v1/policy").json() == set_
-    assert env.policy(dailyLimit="10") == {**off, "dailyLimit": "10"}  # the rest is off again
+    assert env.policy(dailyLimit="10") == policy(dailyLimit="10")  # the rest is off again
     for wrong in (
-        {"dailyLimit": "-1"},
-        {"approvalThreshold": "0"},
-        {"destinations": "some"},
-        {"dailyLimit": 10.5},
-        {"limit": "1"},
-        {"dailyLimit": "1.0000001"},
+        policy(dailyLimit="-1"),
+        policy(approvalThreshold="0"),
+        policy(destinations="some"),
+        policy(dailyLimit=10.5),
+        policy(limit="1"),
+        policy(dailyLimit="1.0000001"),
+        policy(destinationCooldownHours=-1),
+        policy(destinationCooldownHours="24"),
+        policy(gasStation="1"),
     ):
         answer = env.alice.put("/v1/policy", json=wrong)
         assert answer.status_code == 400, (wrong, answer.text)
-    assert env.alice.get("/v1/policy").json() == {**off, "dailyLimit": "10"}
+    assert env.alice.get("/v1/policy").json() == policy(dailyLimit="10")
 
 
 def test_known_destinations_are_the_organizations_wallets_and_recipients(env: Env) -> None:
@@ -327,7 +341,7 @@ def test_approvals_in_python_and_the_typed_client(env: Env) -> None:
     from treasury.errors import Conflict, Forbidden
 
     org = env.t.for_api_key(env.alice.headers["x-api-key"])
-    org.policy.put(approval_threshold="5")
+    org.policy.put(**py_policy(approval_threshold="5"))
     waiting = org.transfers.create(onramp(env.bank, env.wallet, "5"), idempotency_key="py")
     assert waiting.approval_status == "awaiting"
     with pytest.raises(Forbidden):
@@ -342,14 +356,12 @@ def test_approvals_in_python_and_the_typed_client(env: Env) -> None:
 @pytest.mark.usefixtures("cwd")
 def test_the_cli_shows_and_changes_a_policy() -> None:
     org_id = run_json("orgs", "create", "Acme")["id"]
-    assert run_json("policy", "show", org_id) == {
-        "approvalThreshold": None,
-        "dailyLimit": None,
-        "destinations": "any",
-    }
+    assert run_json("policy", "show", org_id) == {**POLICY_OFF, "destinationCooldownHours": 24}
     run("policy", "set", org_id, "--daily-limit", "5000", "--destinations", "known")
-    changed = run_json("policy", "set", org_id, "--approval-threshold", "1000")
-    assert changed == {"approvalThreshold": "1000", "dailyLimit": "5000", "destinations": "known"}
+    changed = run_json(
+        "policy", "set", org_id, "--approval-threshold", "1000", "--destination-cooldown-hours", "0"
+    )
+    assert changed == policy(approvalThreshold="1000", dailyLimit="5000", destinations="known")
     shown = run("policy", "show", org_id).stdout
     assert "daily limit         5000" in shown and "destinations        known" in shown
     off = run_json("policy", "set", org_id, "--daily-limit", "off")

@@ -161,3 +161,48 @@ def test_errors_the_server_answers_itself_are_the_json_error_body(server, reques
     error = json.loads(body)
     assert isinstance(error["error"], str) and set(error) <= {"error", "details"}
     assert running.alive()
+
+
+def _every_path_with(value: str) -> list[tuple[str, str]]:
+    """(method, path under /v1) of every operation that has a path parameter, each
+    parameter spelled `value`."""
+    from treasury.operations import OPERATIONS, PATH_PARAM
+
+    found = []
+    for operation in OPERATIONS:
+        if operation.path_params:
+            path = PATH_PARAM.sub(lambda _: value, operation.path)
+            found.append((operation.method, path.removeprefix("/v1")))
+    return sorted(set(found))
+
+
+@pytest.mark.parametrize("digits", [4_301, 5_000, 20])
+def test_oversized_ids_on_every_operation_are_never_a_5xx(server, digits):
+    """Path ids of 4,301 digits and more (Python's int() refuses them) and ids past
+    64 bits, with and without an API key, on every operation that takes one."""
+    running, client = server
+    paths = _every_path_with("9" * digits) + _every_path_with("0" * digits + "1")
+    with httpx.Client(base_url=running.base, timeout=60) as anonymous:
+        for method, path in paths:
+            for who in (client, anonymous):
+                answer = who.request(method, path, json={}, headers={"Idempotency-Key": "x"})
+                assert answer.status_code < 500, (method, path[:40], answer.text)
+                assert answer.headers["content-type"].startswith("application/json")
+
+
+@pytest.mark.parametrize(
+    "bound",
+    [
+        "0001-01-01T00:00:00+14:00",
+        "9999-12-31T23:59:59-14:00",
+        "0001-01-01T00:00:00-00:01",
+        "9" * 5_000,
+    ],
+)
+def test_extreme_time_offsets_on_every_query_are_never_a_5xx(server, bound):
+    """Every GET with a query, each of its time-like parameters at an extreme offset."""
+    _, client = server
+    for path in ("/transfers/export", "/transfers", "/audit-events", "/statements"):
+        params = {"from": bound, "to": bound, "at": bound, "cursor": bound, "limit": bound}
+        answer = client.get(path, params=params)
+        assert answer.status_code < 500, (path, answer.text)

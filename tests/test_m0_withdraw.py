@@ -76,6 +76,7 @@ def t(storage_url: str, node: AnvilNode, m0: M0Deployment, multicall: str) -> It
             "multicall": multicall,
         },
         "exit_path": "replace_asset_with_m",
+        "confirmations": 0,  # anvil mines on demand: a receipt is final here
     }
     treasury = Treasury.open(storage_url, master_key=MASTER_KEY, chains={CHAIN: config})
     yield treasury

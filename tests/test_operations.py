@@ -22,7 +22,7 @@ from treasury.operations import OPERATIONS, Operation, PathParam, routes, select
 from treasury.testing.server import serve
 
 from .conftest import MASTER_KEY, make_tenant
-from .helpers import BANK_ACCOUNT, address, idem, onramp
+from .helpers import BANK_ACCOUNT, address, idem, onramp, policy, py_policy
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAIN = 31337
@@ -57,10 +57,12 @@ def live(module_storage_url: str) -> Iterator[dict[str, Any]]:
             )
         delivery = tenant.org.webhooks.deliveries(hook.id).data[0].id
         moved = tenant.org.transfers.create(onramp(bank, wallet.address), idempotency_key="t")
-        tenant.org.policy.put(approval_threshold="500")  # two to decide, by another user
+        tenant.org.policy.put(
+            **py_policy(approval_threshold="500")
+        )  # two to decide, by another user
         creator = t.for_organization(tenant.org.id, user_id="creator").transfers
         awaiting = [creator.create(onramp(bank, wallet.address, "500")) for _ in range(2)]
-        tenant.org.policy.put()
+        tenant.org.policy.put(**py_policy())
         t.chain(CHAIN).faucet(wallet.address, "c0", "1")
         period = t.close_yield_period()  # a published period to read whole
         assert period is not None
@@ -112,7 +114,7 @@ def samples(live: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
         "policy.put": (
             "PUT",
             "/v1/policy",
-            {"json": {"dailyLimit": "1000000", "destinations": "any"}},
+            {"json": policy(dailyLimit="1000000")},
         ),
         "virtual_account.get": ("GET", "/v1/virtual-account", {}),
         "virtual_wallet.get": ("GET", "/v1/virtual-wallet", {}),

@@ -127,3 +127,33 @@ def test_no_deposit_account_number_in_the_file(treasury, tenant, db_path):
     assert made.id.encode() in data  # the file is readable: the transfer is there
     for number in numbers:
         assert len(number) >= 6 and number.encode() not in data
+
+
+@sqlite_only  # the key file beside the database
+def test_a_store_whose_key_file_is_missing_is_refused_naming_it(tmp_path, monkeypatch):
+    """Never a new master key for data encrypted with the lost one: the error names the
+    file, and nothing is written (no key file, the database unchanged)."""
+    monkeypatch.delenv("TREASURY_MASTER_KEY", raising=False)
+    url = f"sqlite:///{tmp_path / 'kept.db'}"
+    t = Treasury.open(url)
+    org = t.admin.create_organization("Acme")
+    t.for_organization(org.id).wallets.create(label="Ops")  # a custody key, encrypted
+    t.close()
+    key_file = tmp_path / "kept.db.key"
+    key_file.unlink()
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.suffix == ".db"}
+    from treasury.errors import TreasuryError
+
+    with pytest.raises(TreasuryError, match=r"kept\.db\.key") as refused:
+        Treasury.open(url)
+    assert "missing" in str(refused.value)
+    assert not key_file.exists()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.suffix == ".db"} == before
+    # and through the CLI: exit 1 naming the file
+    from click.testing import CliRunner
+
+    from treasury.cli import main
+
+    result = CliRunner().invoke(main, ["--storage", url, "orgs", "list"])
+    assert result.exit_code == 1 and "kept.db.key" in result.stderr, result.output
+    assert not key_file.exists()

@@ -17,7 +17,7 @@ from treasury.http import create_app
 from treasury.testing.server import serve
 
 from .conftest import MASTER_KEY, make_tenant
-from .helpers import BANK_ACCOUNT, idem, offramp, onramp, swap
+from .helpers import BANK_ACCOUNT, idem, offramp, onramp, policy, swap
 
 CHAIN = 31337
 HEADER = (
@@ -55,7 +55,7 @@ def live(storage_url: str) -> Iterator[dict[str, Any]]:
             now[0] += timedelta(minutes=1)
             api.post("/v1/transfers", json=body, headers=idem())
             t.run_once()
-        api.put("/v1/policy", json={"approvalThreshold": "40"})
+        api.put("/v1/policy", json=policy(approvalThreshold="40"))
         now[0] += timedelta(minutes=1)
         rejected = api.post("/v1/transfers", json=onramp(bank, wallet, "40"), headers=idem())
         approver = t.for_organization(tenant.org.id, user_id="approver")
@@ -157,3 +157,37 @@ def test_python_and_the_typed_client_export_the_same_rows(live: dict[str, Any]) 
             from_=START.isoformat(), to=(START + timedelta(days=1)).isoformat()
         )
     assert text == export(live["api"], START, START + timedelta(days=1)).text
+
+
+def test_a_cell_that_would_run_as_a_formula_is_neutralised(live: dict[str, Any]) -> None:
+    """OWASP's CSV injection rule: a text cell starting with =, +, -, @ gets a leading
+    quote, so a spreadsheet shows it instead of running it."""
+    api = live["api"]
+    wallet = api.get("/v1/wallets").json()["data"][0]["address"]
+    bank = api.post("/v1/bank-accounts", json=BANK_ACCOUNT).json()["providerExternalAccountId"]
+    formulas = ['=HYPERLINK("http://evil.example","x")', "+1+1", "-2+3", "@SUM(A1:A9)"]
+    for reference in formulas:
+        body = onramp(bank, wallet, "1", client_reference_id=reference)
+        assert api.post("/v1/transfers", json=body, headers=idem()).status_code == 201
+    answer = export(api, START, START + timedelta(days=1))
+    references = [row[11] for row in csv.reader(io.StringIO(answer.text))][1:]
+    assert {"'" + formula for formula in formulas} <= set(references)
+    assert not set(formulas) & set(references)
+    assert 'inv 7, "March"' in references  # ordinary text as it is
+
+
+@pytest.mark.parametrize(
+    ("start", "end"),
+    [
+        ("0001-01-01T00:00:00+14:00", "2030-01-01T00:00:00Z"),
+        ("2030-01-01T00:00:00Z", "9999-12-31T23:59:59-14:00"),
+    ],
+)
+def test_export_bounds_beyond_the_calendar_are_a_400(
+    live: dict[str, Any], start: str, end: str
+) -> None:
+    answer = live["api"].get("/v1/transfers/export", params={"from": start, "to": end})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["details"]["fields"][0]["field"] in {"from", "to"}
+    whole = {"from": "0001-01-01T00:00:00Z", "to": "9999-12-31T23:59:59Z"}
+    assert live["api"].get("/v1/transfers/export", params=whole).status_code == 200

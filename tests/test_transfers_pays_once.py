@@ -126,7 +126,8 @@ def env(node: dict[str, Any], new_storage_url) -> Iterator[Env]:
         forwarder(node["url"]) as chain_fwd,
     ):
         fiat = HttpFiat(fiat_fwd.url + "/v0", api_key=fake.api_key, timeout=httpx.Timeout(5.0))
-        spec = {"url": chain_fwd.url, "addresses": node["addresses"]}
+        # anvil mines on demand: a receipt is final here (finality: tests/test_chain_reorgs.py)
+        spec = {"url": chain_fwd.url, "addresses": node["addresses"], "confirmations": 0}
         url = new_storage_url("t.db")
         t = Treasury.open(
             url,
@@ -277,7 +278,10 @@ def test_a_nonce_hole_is_healed_and_the_transfer_behind_it_completes(env: Env, m
     nonces until the service fills them, with no new transfer of the user's."""
     first = env.t
     second = Treasury.open(
-        env.url, master_key=MASTER_KEY, chains={CHAIN: env.node}, clock=lambda: env.now[0]
+        env.url,
+        master_key=MASTER_KEY,
+        chains={CHAIN: {**env.node, "confirmations": 0}},
+        clock=lambda: env.now[0],
     )
     chain = first.chain(CHAIN)
     org = env.tenant.org
@@ -349,7 +353,8 @@ def test_concurrent_transfers_above_the_balance_are_refused_across_two_processes
     def arrived(chain_id: int, deposit_address: str, amount: str) -> bool:
         return balance(node, "USDC", deposit_address) >= int(float(amount) * 10**6)
 
-    url, spec = new_storage_url("race.db"), {"url": node["url"], "addresses": node["addresses"]}
+    url = new_storage_url("race.db")
+    spec = {"url": node["url"], "addresses": node["addresses"], "confirmations": 0}
     with fake_provider(payout=payout, deposit_arrived=arrived) as fake:
         processes = [
             Treasury.open(

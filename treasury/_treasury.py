@@ -29,7 +29,7 @@ from ._infra.runtime import Runtime, Scope
 from ._infra.schema import migrate
 from .admin import Admin
 from .admin.scopes import DEFAULT, grants
-from .audit import AuditEvents, BrokenLink, verify_chains
+from .audit import AuditEvents, BrokenLink, checkpoints, verify_chains
 from .backends.custody.base import Custody, CustodyContext
 from .backends.fiat.base import FiatContext, FiatProvider
 from .backends.storage.base import Storage
@@ -42,6 +42,7 @@ from .errors import AuthenticationError, Forbidden
 from .evm.signing import Signer
 from .policy import Policies
 from .recipients import Recipients
+from .reorgs import check_blocks
 from .swaps import Swaps
 from .test_helpers import TestHelpers
 from .transactions import Transactions
@@ -70,6 +71,7 @@ JOBS: tuple[Job, ...] = (
     Job("expire_transfer_approvals", expire_approvals),
     Job("start_approved_transfers", start_approved_transfers),
     Job("index_transactions", index_transactions),
+    Job("check_blocks", check_blocks),
     Job("advance_transfers", advance_transfers),
     Job("heal_nonce_holes", heal_nonce_holes),
     Job("detect_deposits", detect_deposits),
@@ -175,6 +177,16 @@ _grants = functools.lru_cache(maxsize=256)(grants)
 def _scopes(stored: str) -> tuple[str, ...]:
     """A key's scopes from their stored JSON text (a few distinct texts, each read once)."""
     return tuple(json.loads(stored))
+
+
+def _initialized(storage: Storage) -> bool:
+    """Whether the store was initialized before (its schema applied): its data may be
+    encrypted with a master key. Read only."""
+    try:
+        with storage.read() as tx:
+            return tx.one("SELECT version FROM schema_migrations LIMIT 1") is not None
+    except Exception:  # no such table: a new store
+        return False
 
 
 class OrganizationHandle:
@@ -308,7 +320,11 @@ class Treasury:
         clock = clock or system_clock
         store = plugins.resolve("storage", storage or settings.storage, Storage)
         key = master_key if master_key is not None else settings.master_key
-        secrets = SecretBox(resolve_master_key(key, store.key_file, durable=store.durable))
+        secrets = SecretBox(
+            resolve_master_key(
+                key, store.key_file, durable=store.durable, has_data=lambda: _initialized(store)
+            )
+        )
         custodian = plugins.resolve("custody", custody or settings.custody, Custody)
         custodian.bind(CustodyContext(store, secrets.key_for(CUSTODY_KEYS), clock))
         runtime = Runtime(
@@ -332,7 +348,8 @@ class Treasury:
         runtime.fiat.bind(
             FiatContext(runtime.chains.get, store, secrets.derive("encrypt:fiat-plugin"))
         )
-        migrate(store, now=runtime.now_text())
+        keyed = audit.audit_key(secrets)
+        migrate(store, now=runtime.now_text(), steps={20: lambda tx: audit.rekey(tx, keyed)})
         treasury = cls(runtime, settings)
         if not isinstance(storage, Storage):
             treasury._shown = plugins.redacted(settings.storage)
@@ -341,8 +358,9 @@ class Treasury:
     def for_api_key(self, secret: str | None) -> OrganizationHandle:
         """The organization a key belongs to; 401-type errors exactly as the specification."""
         key = self.admin.verified(secret)
-        scope = Scope(self._runtime, key["org_id"], key["user_id"], key["id"])
-        return OrganizationHandle(scope, key["id"], _scopes(key["scopes"]))
+        scopes = _scopes(key["scopes"])
+        scope = Scope(self._runtime, key["org_id"], key["user_id"], key["id"], scopes)
+        return OrganizationHandle(scope, key["id"], scopes)
 
     def authenticate(self, secret: str | None, *, client: str = "unknown") -> OrganizationHandle:
         """`for_api_key` plus one request counted (HTTP use): against the key, whose
@@ -362,10 +380,28 @@ class Treasury:
         self.admin.get_organization(org_id)
         return OrganizationHandle(Scope(self._runtime, org_id, user_id))
 
-    def verify_audit_log(self) -> tuple[int, BrokenLink | None]:
+    def verify_audit_log(
+        self, checkpoint: Sequence[Mapping[str, Any]] | None = None
+    ) -> tuple[int, BrokenLink | None]:
         """Check every organization's audit chain: the number of events checked and the
-        first broken link (None when every chain holds)."""
-        return verify_chains(self._runtime.storage)
+        first broken link (None when every chain holds). `checkpoint`: the entries of an
+        `audit_checkpoint` taken before; each chain must still reach its entry."""
+        runtime = self._runtime
+        checked, broken = verify_chains(runtime.storage, audit.audit_key(runtime.secrets))
+        if broken is None and checkpoint is not None:
+            broken = checkpoints.check(runtime.storage, runtime.secrets, checkpoint)
+        return checked, broken
+
+    def audit_checkpoint(self, org_id: str | None = None) -> list[dict[str, Any]]:
+        """A signed checkpoint of every organization's chain (or `org_id`'s): keep it
+        outside the database, and pass it to `verify_audit_log` later."""
+        if org_id is not None:
+            self.admin.get_organization(org_id)
+        return checkpoints.take(self._runtime.storage, self._runtime.secrets, org_id)
+
+    def audit_public_key(self) -> str:
+        """The base64 Ed25519 public key that checks the checkpoints' signatures."""
+        return checkpoints.public_key(self._runtime.secrets)
 
     def close_yield_period(self, chain_id: int | None = None) -> YieldPeriod | None:
         """Try a distribution now, on a chain that can mint (default: the primary chain):

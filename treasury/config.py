@@ -48,6 +48,7 @@ class Settings(BaseSettings):
     anonymous_rate_limit: str = "100/60 seconds"  # per client address, without a valid key
     rate_limit_storage: str = "memory://"
     max_body_bytes: int = 256 * 1024
+    send_timeout_s: float = 30.0  # a client that reads nothing of its answer this long is dropped
     sweep_minimum: str = "1.00"  # virtual wallets sweep USDC/USDT above this into c0
     snapshot_interval: int = 3600  # seconds between snapshots of holders' c0 (yield)
     deposit_confirmations: int | None = None  # None: each chain's (`Chain.confirmations`)

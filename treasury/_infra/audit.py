@@ -13,18 +13,21 @@ How a call is recorded (the organization's handle runs every call through `run`)
   >= 400, without `objectId`), since its change rolled back.
 
 The chain: each event stores `prev_hash`, the hash of its organization's previous event
-(`GENESIS` for the first), and `hash`, the SHA-256 of its own canonical JSON (`canonical`:
-the event as listed, without `hash`). `audit_heads` holds each organization's last
-sequence number, its hash and the hash before it; its row is the lock that serialises
-the appends of one organization (an upsert locks it in PostgreSQL; SQLite has one
-writer), and it shows a deleted last event. The database advances the head and hashes
-the new event itself (`append`), so an append waits for no answer: on PostgreSQL it
-travels with the transaction's COMMIT.
+(`GENESIS` for the first), and `hash`, the HMAC-SHA256 of its own canonical JSON
+(`canonical`: the event as listed, without `hash`) under a key derived from the master
+key (`audit_key`, purpose "audit"): a database writer without the master key cannot
+re-hash a rewritten chain. `audit_heads` holds each organization's last sequence
+number, its hash and the hash before it; its row is the lock that serialises the
+appends of one organization (an upsert locks it in PostgreSQL; SQLite has one writer),
+and it shows a deleted last event. A cut tail with its head moved back, or a whole
+chain deleted, is caught by a signed checkpoint kept outside the database
+(`treasury.audit.checkpoints`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 import secrets
@@ -35,6 +38,7 @@ from typing import Any, TypeVar
 
 from ..backends.storage.base import Row, Transaction
 from ..errors import TreasuryError
+from .crypto import SecretBox
 from .runtime import Runtime
 
 log = logging.getLogger("treasury.audit")
@@ -174,12 +178,12 @@ def append(
     status: int,
     request_id: str | None = None,
 ) -> str:
-    """Append one event to `org_id`'s chain in `tx`; its id. Two writes whose answers
-    nobody reads (sent with the commit where the backend can): the head advances, its
-    new hash computed by the database from the previous one (`sha256_hex` of the event's
-    canonical JSON, spelled around its ``prevHash``), then the event is copied from it.
-    Holds the organization's head (locked in PostgreSQL) until `tx` ends: make it the
-    transaction's last write."""
+    """Append one event to `org_id`'s chain in `tx`; its id. The organization's head is
+    taken (one upsert that locks it in PostgreSQL and answers its number and hash), the
+    event's hash computed here, keyed (`keyed_hash`: HMAC-SHA256 under the audit key,
+    which never leaves the process), then the head's move and the event are sent, two
+    writes whose answers nobody reads (with the commit where the backend can). Holds the
+    organization's head until `tx` ends: make it the transaction's last write."""
     event_id = "aud_" + secrets.token_hex(12)
     at, who = runtime.now_text(), actor.as_json()
     before, after = _around_previous(
@@ -195,11 +199,16 @@ def append(
             "prevHash": "",
         }
     )
-    first = hashlib.sha256((before + GENESIS + after).encode()).hexdigest()
-    tx.send(_ADVANCE_HEAD, (org_id, GENESIS, first, before, after))
+    head = tx.one(_TAKE_HEAD, (org_id, GENESIS))
+    assert head is not None
+    seq, previous = int(head["seq"]) + 1, str(head["hash"])
+    digest = keyed_hash(audit_key(runtime.secrets), before + previous + after)
+    tx.send(_ADVANCE_HEAD, (seq, previous, digest, org_id))
     tx.send(
         _COPY_EVENT,
         (
+            org_id,
+            seq,
             event_id,
             at,
             _CANONICAL.encode(who),
@@ -208,25 +217,39 @@ def append(
             object_id,
             status,
             request_id,
-            org_id,
+            previous,
+            digest,
         ),
     )
     return event_id
 
 
-#: The organization's head moves to the next event: number, previous hash and hash.
-_ADVANCE_HEAD = (
-    "INSERT INTO audit_heads (org_id, seq, prev_hash, hash) VALUES (?, 1, ?, ?)"
-    " ON CONFLICT (org_id) DO UPDATE SET seq = audit_heads.seq + 1,"
-    " prev_hash = audit_heads.hash, hash = sha256_hex(? || audit_heads.hash || ?)"
+#: The organization's head, created at #0 for its first event, locked and read.
+_TAKE_HEAD = (
+    "INSERT INTO audit_heads (org_id, seq, prev_hash, hash) VALUES (?, 0, NULL, ?)"
+    " ON CONFLICT (org_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash"
 )
+#: The head moves to the new event: its number, previous hash and hash.
+_ADVANCE_HEAD = "UPDATE audit_heads SET seq = ?, prev_hash = ?, hash = ? WHERE org_id = ?"
 #: The event, numbered and chained as its head now says.
 _COPY_EVENT = (
     "INSERT INTO audit_events (org_id, seq, id, at, actor, operation, object_type,"
-    " object_id, status, request_id, prev_hash, hash)"
-    " SELECT org_id, seq, ?, ?, ?, ?, ?, ?, ?, ?, prev_hash, hash FROM audit_heads"
-    " WHERE org_id = ?"
+    " object_id, status, request_id, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+#: The purpose the audit chain's key is derived for from the master key.
+AUDIT_PURPOSE = "audit"
+
+
+def audit_key(box: SecretBox) -> bytes:
+    """The key of every chain's HMAC, derived from the master key (purpose "audit")."""
+    return box.derive(AUDIT_PURPOSE)
+
+
+def keyed_hash(key: bytes, text: str) -> str:
+    """HMAC-SHA256 (hex) of `text`'s UTF-8 under `key`: an event's hash."""
+    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+
+
 _PREVIOUS = '"prevHash":""'
 
 
@@ -270,6 +293,58 @@ def canonical(event: dict[str, Any]) -> bytes:
     return canonical_text(event).encode()
 
 
-def hash_of(event: dict[str, Any]) -> str:
-    """The SHA-256 (hex) of an event's canonical JSON: what its `hash` must be."""
+def hash_of(event: dict[str, Any], key: bytes) -> str:
+    """The HMAC-SHA256 (hex) of an event's canonical JSON under the audit key: what its
+    `hash` must be."""
+    return hmac.new(key, canonical(event), hashlib.sha256).hexdigest()
+
+
+def plain_hash_of(event: dict[str, Any]) -> str:
+    """The SHA-256 of an event's canonical JSON: its hash before the chain was keyed
+    (migration 20), which `rekey` checks before re-hashing a chain with the key."""
     return hashlib.sha256(canonical(event)).hexdigest()
+
+
+def rekey(tx: Transaction, key: bytes) -> int:
+    """Key every chain that still holds under plain SHA-256 (the chains written before
+    migration 20): each event re-hashed with `hash_of`, in order, and its head moved
+    along; a chain already broken is left as it is (`verify` keeps naming its break).
+    Run once, in migration 20's transaction. The number of events re-hashed."""
+    done = 0
+    heads = tx.query("SELECT org_id, seq, hash FROM audit_heads ORDER BY org_id")
+    for head in heads:
+        rows = tx.query(
+            "SELECT org_id, seq, id, at, actor, operation, object_type, object_id, status,"
+            " request_id, prev_hash, hash FROM audit_events WHERE org_id = ? ORDER BY seq",
+            (head["org_id"],),
+        )
+        last, seq, intact = GENESIS, 0, True
+        for row in rows:
+            event = event_of(row)
+            if (
+                row["seq"] != seq + 1
+                or row["prev_hash"] != last
+                or plain_hash_of(event) != row["hash"]
+            ):
+                intact = False
+                break
+            seq, last = row["seq"], row["hash"]
+        if not intact or (head["seq"], head["hash"]) != (seq, last):
+            log.warning("audit chain of %s is broken: left unkeyed", head["org_id"])
+            continue
+        previous = GENESIS
+        for row in rows:
+            event = {**event_of(row), "prevHash": previous}
+            digest = hash_of(event, key)
+            tx.execute(
+                "UPDATE audit_events SET prev_hash = ?, hash = ? WHERE org_id = ? AND seq = ?",
+                (previous, digest, row["org_id"], row["seq"]),
+            )
+            before, previous = previous, digest
+            done += 1
+        if rows:
+            tx.execute(
+                "UPDATE audit_heads SET prev_hash = ?, hash = ? WHERE org_id = ?",
+                (before, previous, head["org_id"]),
+            )
+    return done

@@ -8,6 +8,7 @@ import hmac
 import logging
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
@@ -50,12 +51,17 @@ def parse_master_key(value: str | bytes) -> bytes:
 
 
 def resolve_master_key(
-    explicit: str | bytes | None, key_file: Path | None, *, durable: bool = True
+    explicit: str | bytes | None,
+    key_file: Path | None,
+    *,
+    durable: bool = True,
+    has_data: Callable[[], bool] = lambda: False,
 ) -> bytes:
     """The master key: the argument, else TREASURY_MASTER_KEY, else a 0600 file beside
     the data. A store that keeps no key file (a database server) needs one of the first
     two; one that is not durable (an in-memory database) gets an ephemeral key, which
-    dies with it."""
+    dies with it. A store that already holds data (`has_data`) whose key file is missing
+    is an error naming the file, never a new key: its encrypted data would not open."""
     if explicit is not None:
         return parse_master_key(explicit)
     if os.environ.get(MASTER_KEY_ENV):
@@ -68,6 +74,12 @@ def resolve_master_key(
             " and keep that key safe: it decrypts the data at rest"
         )
     if not key_file.exists():
+        if has_data():
+            raise TreasuryError(
+                f"the master key file {key_file} is missing, and this store holds data"
+                " encrypted with its key: restore the file (from your backup) or set"
+                f" {MASTER_KEY_ENV}; a new key would leave that data unreadable"
+            )
         _create_key_file(key_file)
     return parse_master_key(key_file.read_text())
 

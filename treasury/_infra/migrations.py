@@ -586,6 +586,83 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     ),
     (
         18,
+        "the chain can go back: the blocks the service acted on (their hashes, compared with"
+        " the canonical chain each pass); every signed version of a leg; when a leg was"
+        " broadcast; why a transfer waits; gas stations' top-ups",
+        [
+            # one row per receipt settled on, deposit log recorded, detector cursor
+            """CREATE TABLE chain_marks (
+                chain_id BIGINT NOT NULL,
+                kind TEXT NOT NULL,
+                ref TEXT NOT NULL,
+                block_number BIGINT NOT NULL,
+                block_hash TEXT NOT NULL,
+                orphaned INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (chain_id, kind, ref))""",
+            "CREATE INDEX chain_marks_block ON chain_marks (chain_id, block_number)",
+            # the versions a replaced leg was signed in before its current one
+            """CREATE TABLE leg_versions (
+                hash TEXT PRIMARY KEY,
+                transfer_id TEXT NOT NULL,
+                position INTEGER NOT NULL,
+                chain_id BIGINT NOT NULL,
+                raw {blob} NOT NULL,
+                created_at TEXT NOT NULL)""",
+            "CREATE INDEX leg_versions_leg ON leg_versions (transfer_id, position)",
+            "ALTER TABLE transfer_legs ADD COLUMN broadcast_block BIGINT",
+            "ALTER TABLE transfers ADD COLUMN waiting_reason TEXT",
+            # a gas station's top-ups of a wallet's ETH, one at a time per wallet
+            """CREATE TABLE gas_topups (
+                hash TEXT PRIMARY KEY,
+                chain_id BIGINT NOT NULL,
+                wallet TEXT NOT NULL,
+                station TEXT NOT NULL,
+                amount TEXT NOT NULL,
+                settled INTEGER NOT NULL DEFAULT 0,
+                created_at TEXT NOT NULL)""",
+            "CREATE INDEX gas_topups_open ON gas_topups (chain_id, wallet) WHERE settled = 0",
+        ],
+    ),
+    (
+        19,
+        "deposits reversed by a reorg; logs held while an open on-ramp may have paid them;"
+        " the open on-ramps by chain and organization",
+        [
+            "ALTER TABLE deposits ADD COLUMN reversed_at TEXT",
+            # a log into a wallet that matches an open on-ramp of its organization (token,
+            # amount, address): neither a deposit nor forgotten until that on-ramp settles
+            """CREATE TABLE held_logs (
+                chain_id BIGINT NOT NULL,
+                hash TEXT NOT NULL,
+                log_index BIGINT NOT NULL,
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                address TEXT NOT NULL,
+                token TEXT NOT NULL,
+                raw TEXT NOT NULL,
+                sender TEXT NOT NULL,
+                block_number BIGINT NOT NULL,
+                block_hash TEXT NOT NULL,
+                first_seen TEXT NOT NULL,
+                PRIMARY KEY (chain_id, hash, log_index, org_id))""",
+            """CREATE INDEX transfers_open_onramps ON transfers (chain_id, org_id)
+                WHERE pairing = 'onramp' AND status IN ('pending', 'submitted')""",
+        ],
+    ),
+    (
+        20,
+        "controls, second round: the policy's destination cooldown and gas station; when a"
+        " recipient was last pointed at its address; the audit chain keyed (re-hashed by"
+        " treasury's own step, `audit.rekey`)",
+        [
+            """ALTER TABLE policies ADD COLUMN destination_cooldown_hours INTEGER NOT NULL
+                DEFAULT 24""",
+            "ALTER TABLE policies ADD COLUMN gas_station BIGINT",
+            "ALTER TABLE recipients ADD COLUMN pointed_at TEXT",
+            "UPDATE recipients SET pointed_at = created_at",
+        ],
+    ),
+    (
+        21,
         "events: each organization's sequence (in commit order) and the object they are"
         " about; deliveries go out in that order per object and webhook",
         [

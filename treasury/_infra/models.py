@@ -238,3 +238,20 @@ class CsvTable(Generic[T]):
 
     columns: tuple[str, ...]
     row: Callable[[T], Sequence[str | None]]
+
+    def cells(self, item: T) -> list[str | None]:
+        """`item`'s row as written: each text cell that a spreadsheet would run as a
+        formula (starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return)
+        prefixed with ``'`` (OWASP's CSV injection rule)."""
+        return [neutralised(cell) for cell in self.row(item)]
+
+
+#: What starts a formula in a spreadsheet (OWASP, CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralised(cell: str | None) -> str | None:
+    """A CSV cell a spreadsheet shows as text: ``'`` before a formula's first character."""
+    if cell and cell.startswith(FORMULA_STARTS):
+        return "'" + cell
+    return cell

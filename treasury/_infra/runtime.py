@@ -57,3 +57,10 @@ class Scope:
     user_id: str
     #: The API key acting (None: trusted in-process access, `Treasury.for_organization`).
     api_key_id: str | None = None
+    #: The scopes of the key acting (`treasury.admin.scopes`); ``admin`` without a key.
+    scopes: tuple[str, ...] = ("admin",)
+
+    @property
+    def admin(self) -> bool:
+        """Whether the caller holds scope ``admin``."""
+        return "admin" in self.scopes

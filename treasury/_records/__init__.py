@@ -5,7 +5,8 @@ same rows lives here, once: the event outbox (`events`: every domain emits, webh
 delivers), wallets managed, tracked and virtual (`wallets`), registered bank accounts
 and the id transfers name them by (`bank_accounts`), each organization's fiat customer
 (`customers`), tracked transactions (`transactions`), and of the transfers what others
-read: the state table and the hashes our own transfers sent (`transfers`), the
+read: the state table, the hashes each organization's transfers sent, and the open
+on-ramps (`transfers`), the
 nonces and holds of signed legs (`nonces`), and each organization's policy, which transfers
 check (`policy`). A table read by several domains is touched
 only here (the domain that owns it may keep its own writes and reads elsewhere).

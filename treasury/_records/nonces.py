@@ -14,7 +14,10 @@ from typing import TypeVar
 from ..backends.storage.base import Row, Transaction
 from ..errors import UpstreamError
 from ..evm.signing import Signed
-from .transfers import CLAIMED, OPEN
+from .transfers import CLAIMED, OPEN, sql_list
+
+#: A transfer that failed: its legs were refused, reverted or replaced, never pending.
+FAILED = sql_list(["failed"])
 
 T = TypeVar("T")
 #: Signings of one transfer's legs when another process takes the same nonces first,
@@ -48,16 +51,17 @@ class NoncesTaken(UpstreamError):
 
 
 def next_free_nonce(tx: Transaction, chain_id: int, sender: str) -> int:
-    """The nonce after every stored leg of `sender` whose transfer has not ended (0 if
-    none): a new signature goes above them, whether they are sent, waiting behind a
-    hole, or about to be sent by their request."""
+    """The nonce after every stored leg of `sender` whose transfer has not failed (0 if
+    none): a new signature goes above them, whether they are sent, waiting behind a hole,
+    about to be sent by their request, or mined in a block a reorg may still remove — a
+    nonce is never given to a second leg while the first may still be mined."""
     row = tx.one(
-        "SELECT MAX(l.nonce) AS highest FROM transfer_legs l JOIN transfers t"
-        " ON t.id = l.transfer_id WHERE l.chain_id = ? AND l.sender = ?"
-        f" AND t.status IN {OPEN}",
+        "SELECT l.nonce FROM transfer_legs l JOIN transfers t ON t.id = l.transfer_id"
+        f" WHERE l.chain_id = ? AND l.sender = ? AND t.status <> {FAILED}"
+        " ORDER BY l.nonce DESC LIMIT 1",
         (chain_id, sender),
     )
-    return 0 if row is None or row["highest"] is None else int(row["highest"]) + 1
+    return 0 if row is None else int(row["nonce"]) + 1
 
 
 def reserved(
@@ -94,6 +98,7 @@ class Waiting:
     sent: bool
     claimed: bool  # its transfer's request (or a job) may still be sending it
     lease_until: str | None
+    broadcast_block: int | None = None  # the head when this version was first seen waiting
 
 
 def senders_waiting(tx: Transaction, limit: int) -> list[Row]:
@@ -107,11 +112,13 @@ def senders_waiting(tx: Transaction, limit: int) -> list[Row]:
 
 
 def waiting(tx: Transaction, chain_id: int, sender: str, mined: int) -> list[Waiting]:
-    """The stored legs of `sender`'s unfinished transfers at or above nonce `mined`."""
+    """The stored legs of `sender` at or above nonce `mined` whose transfer has not
+    failed: an unfinished transfer's, or a completed one's that a reorg took out of the
+    chain (the same bytes are sent again, never a filler in its place)."""
     rows = tx.query(
-        "SELECT l.transfer_id, l.nonce, l.hash, l.raw, l.sent, t.stage, t.lease_until"
-        " FROM transfer_legs l JOIN transfers t ON t.id = l.transfer_id"
-        f" WHERE l.chain_id = ? AND l.sender = ? AND l.nonce >= ? AND t.status IN {OPEN}"
+        "SELECT l.transfer_id, l.nonce, l.hash, l.raw, l.sent, l.broadcast_block, t.stage,"
+        " t.lease_until FROM transfer_legs l JOIN transfers t ON t.id = l.transfer_id"
+        f" WHERE l.chain_id = ? AND l.sender = ? AND l.nonce >= ? AND t.status <> {FAILED}"
         " ORDER BY l.nonce",
         (chain_id, sender, mined),
     )
@@ -123,6 +130,7 @@ def waiting(tx: Transaction, chain_id: int, sender: str, mined: int) -> list[Wai
             sent=bool(r["sent"]),
             claimed=r["stage"] == CLAIMED,
             lease_until=r["lease_until"],
+            broadcast_block=None if r["broadcast_block"] is None else int(r["broadcast_block"]),
         )
         for r in rows
     ]
@@ -156,5 +164,15 @@ def unconfirmed_swaps(tx: Transaction, chain_id: int, sender: str, token: str, t
         " WHERE l.chain_id = ? AND l.sender = ? AND l.token = ? AND l.contract = ?"
         f" AND l.kind <> 'approval' AND t.status IN {OPEN}",
         (chain_id, sender, token, to),
+    )
+    return sum(int(row["amount"]) for row in rows)
+
+
+def topping_up(tx: Transaction, chain_id: int, station: str) -> int:
+    """Wei a gas station has sent in top-ups not yet settled (its balance may not show
+    them yet: they are spoken for)."""
+    rows = tx.query(
+        "SELECT amount FROM gas_topups WHERE chain_id = ? AND station = ? AND settled = 0",
+        (chain_id, station),
     )
     return sum(int(row["amount"]) for row in rows)

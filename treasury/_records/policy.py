@@ -1,18 +1,23 @@
 """Each organization's policy (DESIGN §3 Controls), which the policy domain sets and the
 transfers read at their claim: the approval threshold, the daily limit (in dollars: usd,
-usdc, usdt and c0 count 1:1) and which destinations are taken. No row: every control off.
-Also what "known" destinations are: the organization's wallets (managed, tracked and
-virtual) and its saved recipients."""
+usdc, usdt and c0 count 1:1), which destinations are taken and how long a new one waits,
+and the gas station (a managed wallet's id, stored for the transfers' gas rules). No row:
+every control off. Also what "known" destinations are: the organization's managed and
+virtual wallets at once; its tracked wallets and live recipients once their address has
+been theirs for `destination_cooldown_hours` (DESIGN §3 "Controls, second round")."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from ..backends.storage.base import Storage, Transaction
 
+from .._infra.clock import to_text
+from ..errors import Forbidden
 
 Destinations = Literal["any", "known"]
 
@@ -24,6 +29,11 @@ class Rules:
     approval_threshold: Decimal | None = None
     daily_limit: Decimal | None = None
     destinations: Destinations = "any"
+    #: Hours a recipient or tracked wallet, added or re-pointed, waits before it is a
+    #: known destination (0: at once).
+    destination_cooldown_hours: int = 24
+    #: The id (number) of the managed wallet that pays gas, or None.
+    gas_station: int | None = None
 
     def needs_approval(self, amount: Decimal) -> bool:
         """Whether a transfer of `amount` dollars waits for a second pair of eyes."""
@@ -40,7 +50,8 @@ def read(source: Transaction | Storage, org_id: str) -> Rules:
 
     row = one_row(
         source,
-        "SELECT approval_threshold, daily_limit, destinations FROM policies WHERE org_id = ?",
+        "SELECT approval_threshold, daily_limit, destinations, destination_cooldown_hours,"
+        " gas_station FROM policies WHERE org_id = ?",
         (org_id,),
     )
     if row is None:
@@ -49,36 +60,70 @@ def read(source: Transaction | Storage, org_id: str) -> Rules:
         approval_threshold=_decimal(row["approval_threshold"]),
         daily_limit=_decimal(row["daily_limit"]),
         destinations=row["destinations"],
+        destination_cooldown_hours=int(row["destination_cooldown_hours"]),
+        gas_station=None if row["gas_station"] is None else int(row["gas_station"]),
     )
+
+
+def gas_station(source: Transaction | Storage, org_id: str) -> int | None:
+    """The id (number) of the organization's gas station wallet, or None."""
+    return read(source, org_id).gas_station
 
 
 def write(tx: Transaction, org_id: str, rules: Rules, now: str) -> None:
     tx.execute(
         "INSERT INTO policies (org_id, approval_threshold, daily_limit, destinations,"
-        " updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (org_id) DO UPDATE SET"
+        " destination_cooldown_hours, gas_station, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (org_id) DO UPDATE SET"
         " approval_threshold = excluded.approval_threshold,"
         " daily_limit = excluded.daily_limit, destinations = excluded.destinations,"
-        " updated_at = excluded.updated_at",
+        " destination_cooldown_hours = excluded.destination_cooldown_hours,"
+        " gas_station = excluded.gas_station, updated_at = excluded.updated_at",
         (
             org_id,
             _text(rules.approval_threshold),
             _text(rules.daily_limit),
             rules.destinations,
+            rules.destination_cooldown_hours,
+            rules.gas_station,
             now,
         ),
     )
 
 
-def known_destination(tx: Transaction, org_id: str, address: str) -> bool:
-    """Whether `address` (lowercase) is a wallet of the organization, of any type, or one
-    of its saved recipients."""
+def known_destination(
+    tx: Transaction, org_id: str, address: str, now: datetime, cooldown_hours: int
+) -> bool:
+    """Whether `address` (lowercase) is a known destination of the organization at `now`:
+    one of its managed or virtual wallets, or a tracked wallet or live (not deleted)
+    recipient whose address has been theirs for `cooldown_hours`."""
+    settled = to_text(now - timedelta(hours=cooldown_hours))
     row = tx.one(
         "SELECT 1 AS known FROM wallets WHERE org_id = ? AND address = ? AND deleted_at IS NULL"
+        " AND (type = 'managed' OR created_at <= ?)"
         " UNION ALL SELECT 1 AS known FROM virtual_wallets WHERE org_id = ? AND address = ?"
-        " UNION ALL SELECT 1 AS known FROM recipients WHERE org_id = ? AND address = ?",
-        (org_id, address, org_id, address, org_id, address),
+        " UNION ALL SELECT 1 AS known FROM recipients WHERE org_id = ? AND address = ?"
+        " AND deleted_at IS NULL AND pointed_at <= ?",
+        (org_id, address, settled, org_id, address, org_id, address, settled),
     )
     return row is not None
+
+
+def managed_wallet(tx: Transaction, org_id: str, number: int) -> bool:
+    """Whether `number` is a live managed wallet of the organization (a gas station)."""
+    row = tx.one(
+        "SELECT 1 AS found FROM wallets WHERE org_id = ? AND number = ? AND type = 'managed'"
+        " AND deleted_at IS NULL",
+        (org_id, number),
+    )
+    return row is not None
+
+
+def guard_address_book(source: Transaction | Storage, org_id: str, admin: bool) -> None:
+    """The address book is a control under ``destinations: "known"``: adding, re-pointing
+    or deleting a recipient and tracking a wallet need scope ``admin`` (403 naming it)."""
+    if not admin and read(source, org_id).destinations == "known":
+        raise Forbidden(required_scope="admin")
 
 
 def _decimal(text: str | None) -> Decimal | None:

@@ -31,6 +31,9 @@ RawAmount = Annotated[
     str, StringConstraints(pattern=r"^(0|[1-9][0-9]{0,77})$"), AfterValidator(_uint256)
 ]
 TransactionType = Literal["deposit", "withdrawal", "yield", "approval", "other"]
+#: What a tracked transaction may be: a type a caller records, or ``gas``, a gas
+#: station's top-up, which only the service records.
+TrackedType = Literal["deposit", "withdrawal", "yield", "approval", "other", "gas"]
 TransactionStatus = Literal["pending", "confirmed", "failed"]
 
 
@@ -58,9 +61,17 @@ COLUMNS = (
 
 
 def insert(
-    tx: Transaction, org_id: str, chain_id: int, request: RecordTransaction, wallet: Row, now: str
+    tx: Transaction,
+    org_id: str,
+    chain_id: int,
+    request: RecordTransaction,
+    wallet: Row,
+    now: str,
+    *,
+    kind: TrackedType | None = None,
 ) -> None:
-    """A pending transaction of `wallet` (a row with `row_id`, `id` and `address`)."""
+    """A pending transaction of `wallet` (a row with `row_id`, `id` and `address`), of
+    the request's type unless `kind` says otherwise (a gas top-up)."""
     # imported here: this module's models (read by the typed client) need no storage
     from ..backends.storage.base import DuplicateKey
 
@@ -73,7 +84,7 @@ def insert(
                 org_id,
                 chain_id,
                 request.hash,
-                request.type,
+                kind or request.type,
                 request.from_,
                 request.contract,
                 request.token,
@@ -133,4 +144,22 @@ def resolve(
         " WHERE chain_id = ? AND hash = ? AND status = 'pending'"
         f" RETURNING {COLUMNS}, wallet_address",
         (status, receipt, now, chain_id, tx_hash),
+    )
+
+
+def rehash(tx: Transaction, chain_id: int, before: str, after: str, now: str) -> None:
+    """A pending leg's tracked rows follow its signed version: `before` replaced at
+    higher fees by `after`, or `after` the version that was mined."""
+    tx.execute(
+        "UPDATE transactions SET hash = ?, updated_at = ? WHERE chain_id = ? AND hash = ?"
+        " AND status = 'pending'",
+        (after, now, chain_id, before),
+    )
+
+
+def forget_pending(tx: Transaction, chain_id: int, tx_hash: str) -> None:
+    """Forget the service's own pending transaction that a node definitely refused."""
+    tx.execute(
+        "DELETE FROM transactions WHERE chain_id = ? AND hash = ? AND status = 'pending'",
+        (chain_id, tx_hash),
     )

@@ -1,10 +1,14 @@
 """Of the transfers, what other domains read: the state table (whose open statuses the
 nonces of signed legs are held by), and which transaction hashes our own transfers sent
-(the deposit detector leaves those out). The transfers domain writes them."""
+per organization (the deposit detector leaves those out for it), and the on-ramps still
+open (a log that may be one's payout is held). The transfers domain writes them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -21,6 +25,9 @@ CLAIMED: Stage = "claimed"
 RECORDED: Stage = "recorded"
 #: Where a transfer stands with four-eyes approval (DESIGN §3 Controls).
 ApprovalStatus = Literal["not_required", "awaiting", "approved", "rejected", "expired"]
+
+#: The pairing of a transfer from a bank account into a wallet (`treasury.transfers.models`).
+ONRAMP = "onramp"
 
 #: The state table: the statuses a transfer may move to, from each status. Statements
 #: take statuses, stages and pairings from here and from `treasury.transfers.models` (as
@@ -42,19 +49,63 @@ def sql_list(values: Sequence[str]) -> str:
 OPEN = sql_list([status for status, after in NEXT.items() if after])
 
 
-def caused(tx: Transaction, chain_id: int, hashes: Sequence[str]) -> set[str]:
-    """Which of `hashes` the service's own transfers sent (a leg) or were paid by (an
-    on-ramp's payout)."""
-    found: set[str] = set()
+def caused(tx: Transaction, chain_id: int, hashes: Sequence[str]) -> dict[str, set[str]]:
+    """Of `hashes`, those the service's transfers sent (a leg, or any signed version of
+    one) or were paid by (an on-ramp's payout): each with the organizations whose
+    transfers they are. "Its own transfers" is per organization: a log another
+    organization's transfer caused is still a deposit of the organization it paid."""
+    found: dict[str, set[str]] = {}
     unique = sorted(set(hashes))
     for begin in range(0, len(unique), 500):
         chunk = unique[begin : begin + 500]
         marks = ", ".join("?" * len(chunk))
         rows = tx.query(
-            f"SELECT hash FROM transfer_legs WHERE chain_id = ? AND hash IN ({marks})"
-            f" UNION SELECT transaction_hash AS hash FROM transfers"
+            f"SELECT l.hash AS hash, t.org_id AS org_id FROM transfer_legs l"
+            f" JOIN transfers t ON t.id = l.transfer_id WHERE l.chain_id = ? AND l.hash IN ({marks})"
+            f" UNION SELECT v.hash AS hash, t.org_id AS org_id FROM leg_versions v"
+            f" JOIN transfers t ON t.id = v.transfer_id WHERE v.chain_id = ? AND v.hash IN ({marks})"
+            f" UNION SELECT transaction_hash AS hash, org_id FROM transfers"
             f" WHERE chain_id = ? AND transaction_hash IN ({marks})",
-            (chain_id, *chunk, chain_id, *chunk),
+            (chain_id, *chunk, chain_id, *chunk, chain_id, *chunk),
         )
-        found.update(str(row["hash"]) for row in rows)
+        for row in rows:
+            found.setdefault(str(row["hash"]), set()).add(str(row["org_id"]))
+    return found
+
+
+@dataclass(frozen=True)
+class OpenOnramp:
+    """An on-ramp not settled yet: the wallet it pays and the USDC amount (token units,
+    a decimal string, as its destination shows it)."""
+
+    id: str
+    org_id: str
+    address: str
+    amount: Decimal
+
+
+def open_onramps(tx: Transaction, chain_id: int, org_ids: Sequence[str]) -> list[OpenOnramp]:
+    """The on-ramps of `org_ids` on a chain that have not ended (their payout may come)."""
+    unique = sorted(set(org_ids))
+    found: list[OpenOnramp] = []
+    for begin in range(0, len(unique), 500):
+        chunk = unique[begin : begin + 500]
+        marks = ", ".join("?" * len(chunk))
+        rows = tx.query(
+            f"SELECT id, org_id, destination FROM transfers WHERE chain_id = ?"
+            f" AND org_id IN ({marks}) AND pairing = ? AND status IN {OPEN}",
+            (chain_id, *chunk, ONRAMP),
+        )
+        for row in rows:
+            side = json.loads(row["destination"])
+            if side.get("address") is None:
+                continue
+            found.append(
+                OpenOnramp(
+                    id=str(row["id"]),
+                    org_id=str(row["org_id"]),
+                    address=str(side["address"]).lower(),
+                    amount=Decimal(str(side["amount"])),
+                )
+            )
     return found

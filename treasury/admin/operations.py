@@ -14,6 +14,7 @@ from datetime import datetime
 from .._infra import audit
 from .._infra.clock import to_text
 from .._infra.crypto import hash_secret, same_secret
+from .._infra.identity import user_id_problem
 from .._infra.models import plain_text
 from .._infra.runtime import Runtime
 from .._records import customers
@@ -109,6 +110,8 @@ class Admin:
         if not isinstance(user_id, str) or not 1 <= len(user_id) <= 200:
             raise ValidationError.field("body", "user_id", "must be 1 to 200 characters")
         _check_text("user_id", user_id)
+        if problem := user_id_problem(user_id):
+            raise ValidationError.field("body", "user_id", problem)
         if expires_at is not None and expires_at.tzinfo is None:
             raise ValidationError.field("body", "expires_at", "must be timezone-aware")
         key_id = "key_" + secrets.token_hex(8)

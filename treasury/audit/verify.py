@@ -26,10 +26,11 @@ class BrokenLink:
         return f"organization {self.org_id}: {where}: {self.problem}"
 
 
-def verify_chains(storage: Storage) -> tuple[int, BrokenLink | None]:
+def verify_chains(storage: Storage, key: bytes) -> tuple[int, BrokenLink | None]:
     """Walk every organization's chain in order: the number of events checked, and the
-    first broken link (None when every chain holds). An event is broken when its hash is
-    not that of its content (altered), its `prev_hash` is not its predecessor's hash
+    first broken link (None when every chain holds). `key`: the audit key (`audit_key`).
+    An event is broken when its hash is not the keyed hash of its content (altered, or
+    re-hashed by someone without the master key), its `prev_hash` is not its predecessor's hash
     (deleted or reordered before it) or its number does not follow; a chain is broken at
     its end when its head names a later event (the last ones deleted)."""
     checked = 0
@@ -49,7 +50,7 @@ def verify_chains(storage: Storage) -> tuple[int, BrokenLink | None]:
             seq, last = 0, GENESIS
             for row in _each(rows):
                 checked += 1
-                broken = _link(row, seq + 1, last)
+                broken = _link(row, seq + 1, last, key)
                 if broken is not None:
                     return checked, BrokenLink(org_id, row["seq"], row["id"], broken)
                 seq, last = row["seq"], row["hash"]
@@ -69,12 +70,12 @@ def _each(chunks: Iterator[list[Row]]) -> Iterator[Row]:
         yield from chunk
 
 
-def _link(row: Row, seq: int, previous: str) -> str | None:
+def _link(row: Row, seq: int, previous: str, key: bytes) -> str | None:
     """What is wrong with one event given the number and hash it must follow, or None."""
     if row["seq"] != seq:
         return f"expected event #{seq} here: events missing or reordered"
     if row["prev_hash"] != previous:
         return "its previous hash is not the hash of the event before it (deleted or reordered)"
-    if hash_of(event_of(row)) != row["hash"]:
-        return "its hash is not the hash of its content (altered)"
+    if hash_of(event_of(row), key) != row["hash"]:
+        return "its hash is not the keyed hash of its content (altered or re-hashed)"
     return None

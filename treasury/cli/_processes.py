@@ -50,8 +50,22 @@ class Processes(BaseApplication):  # type: ignore[misc]  # gunicorn has no types
         t = Treasury.open(settings=self._settings)
         if self._jobs_every is not None:
             t.run_in_background(self._jobs_every, self._on_pass)
-        app: WSGIApp = create_app(t)
+        app: WSGIApp = with_send_timeout(create_app(t), t.settings.send_timeout_s)
         return behind_proxy(app, self._proxy) if self._proxy else app
+
+
+def with_send_timeout(app: WSGIApp, seconds: float) -> WSGIApp:
+    """Under gunicorn: the client's socket times out a send after `seconds` (a client
+    that reads nothing is dropped then, and its thread freed); gunicorn writes each
+    chunk of a streamed answer as it comes, so nothing is buffered whole."""
+
+    def timed(environ: dict[str, Any], start_response: Any) -> Any:
+        client = environ.get("gunicorn.socket")
+        if client is not None:
+            client.settimeout(seconds)
+        return app(environ, start_response)
+
+    return timed
 
 
 def behind_proxy(app: WSGIApp, proxy: str) -> WSGIApp:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
+from pathlib import Path
 
 import click
 
 from ..admin import Organization
 from ..admin.scopes import SCOPES
+from ..audit import checkpoints
 from ..errors import ValidationError
 from ._shared import (
     command,
@@ -203,11 +206,23 @@ def audit() -> None:
 
 
 @audit.command("verify")
+@click.option(
+    "--checkpoint",
+    "checkpoint_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A file written by `treasury audit checkpoint`: each chain must still reach it.",
+)
 @command
 @click.pass_context
-def audit_verify(ctx: click.Context) -> None:
+def audit_verify(ctx: click.Context, checkpoint_file: Path | None) -> None:
     """Check every organization's audit chain; exit 1 naming the first broken link."""
-    checked, broken = open_treasury(ctx).verify_audit_log()
+    entries = None
+    if checkpoint_file is not None:
+        try:
+            entries = checkpoints.parse(checkpoint_file.read_text())
+        except ValueError as error:
+            fail(ctx, f"{checkpoint_file}: {error}", {"problem": str(error)})
+    checked, broken = open_treasury(ctx).verify_audit_log(entries)
     if broken is not None:
         fail(
             ctx,
@@ -224,3 +239,22 @@ def audit_verify(ctx: click.Context) -> None:
         {"ok": True, "events": checked},
         lambda: [f"audit log intact: {checked} event(s) checked"],
     )
+
+
+@audit.command("checkpoint")
+@click.option("--org", "org_id", metavar="ID", help="Only this organization's chain.")
+@command
+@click.pass_context
+def audit_checkpoint(ctx: click.Context, org_id: str | None) -> None:
+    """Print a signed checkpoint of every chain, as JSON: keep it outside the database."""
+    entries = open_treasury(ctx).audit_checkpoint(org_id)
+    click.echo(json.dumps({"data": entries}, indent=2, ensure_ascii=False))
+
+
+@audit.command("public-key")
+@command
+@click.pass_context
+def audit_public_key(ctx: click.Context) -> None:
+    """Print the Ed25519 public key (base64) that checks checkpoints' signatures."""
+    key = open_treasury(ctx).audit_public_key()
+    emit(ctx, {"publicKey": key}, lambda: [key])

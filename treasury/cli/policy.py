@@ -42,6 +42,17 @@ def policy_show(ctx: click.Context, org_id: str) -> None:
     type=click.Choice(["any", "known"]),
     help="known: only the organization's wallets and saved recipients.",
 )
+@click.option(
+    "--destination-cooldown-hours",
+    type=click.IntRange(0, 87_600),
+    metavar="HOURS",
+    help="Hours a recipient or tracked wallet waits before it is a known destination.",
+)
+@click.option(
+    "--gas-station",
+    metavar="WALLET_ID",
+    help=f"The id of the managed wallet that pays gas ({OFF}: none).",
+)
 @command
 @click.pass_context
 def policy_set(
@@ -50,6 +61,8 @@ def policy_set(
     approval_threshold: str | None,
     daily_limit: str | None,
     destinations: str | None,
+    destination_cooldown_hours: int | None,
+    gas_station: str | None,
 ) -> None:
     """Change the policy of organization ORG_ID: the options given, the rest as it is."""
     org = open_treasury(ctx).for_organization(org_id, user_id="admin")
@@ -58,6 +71,12 @@ def policy_set(
         approval_threshold=_given(approval_threshold, now.approval_threshold),
         daily_limit=_given(daily_limit, now.daily_limit),
         destinations=destinations or now.destinations,
+        destination_cooldown_hours=(
+            now.destination_cooldown_hours
+            if destination_cooldown_hours is None
+            else destination_cooldown_hours
+        ),
+        gas_station=_station(gas_station, now.gas_station),
     )
     emit(ctx, changed.to_json(), lambda: _lines(changed))
 
@@ -68,9 +87,21 @@ def _given(value: str | None, current: str | None) -> str | None:
     return None if value == OFF else value
 
 
+def _station(value: str | None, current: int | None) -> int | None:
+    if value is None:
+        return current
+    if value == OFF:
+        return None
+    if not value.isascii() or not value.isdigit():
+        raise click.BadParameter(f"a wallet id or {OFF}", param_hint="--gas-station")
+    return int(value)
+
+
 def _lines(found: Policy) -> list[str]:
     return [
         f"approval threshold  {found.approval_threshold or OFF}",
         f"daily limit         {found.daily_limit or OFF}",
         f"destinations        {found.destinations}",
+        f"cooldown (hours)    {found.destination_cooldown_hours}",
+        f"gas station         {OFF if found.gas_station is None else found.gas_station}",
     ]

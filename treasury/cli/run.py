@@ -142,6 +142,7 @@ def serve(
             connection_limit=connection_limit,
             channel_timeout=channel_timeout,
             max_body_bytes=t.settings.max_body_bytes,
+            send_timeout=t.settings.send_timeout_s,
             **proxy,
         )
     except OSError as error:  # port in use, unknown host, no permission

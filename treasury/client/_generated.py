@@ -401,9 +401,11 @@ class PolicyGroup(Group):
     def put(
         self,
         /,
-        approval_threshold: str | int | Decimal | None = None,
-        daily_limit: str | int | Decimal | None = None,
-        destinations: Literal["any", "known"] | None = None,
+        approval_threshold: str | int | Decimal,
+        daily_limit: str | int | Decimal,
+        destinations: Literal["any", "known"],
+        destination_cooldown_hours: int,
+        gas_station: int | None,
     ) -> Policy: ...
     def put(self, *args: Any, **fields: Any) -> Policy:
         """Replace the organization's policy: ``PUT /v1/policy``."""

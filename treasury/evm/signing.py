@@ -83,6 +83,43 @@ def _mined(chain: Chain, signed: Signed) -> bool:
         raise UpstreamError(error.message, ambiguous=True) from error
 
 
+def unsigned(raw: bytes) -> dict[str, Any] | None:
+    """The fields of a signed EIP-1559 transaction (nonce, to, value, data, gas and its
+    two fee fields), to sign the same payment again at other fees; None for another type."""
+    from eth_account.typed_transactions.typed_transaction import TypedTransaction
+    from hexbytes import HexBytes
+
+    if not raw or raw[0] != 2:
+        return None
+    fields = TypedTransaction.from_bytes(HexBytes(raw)).as_dict()
+    return {
+        "nonce": fields["nonce"],
+        "to": "0x" + bytes(fields["to"]).hex(),
+        "value": fields["value"],
+        "data": bytes(fields["data"]),
+        "gas": fields["gas"],
+        "maxFeePerGas": fields["maxFeePerGas"],
+        "maxPriorityFeePerGas": fields["maxPriorityFeePerGas"],
+    }
+
+
+def raised(
+    offered: dict[str, int], base_fee: int, tip: int, cap: int | None
+) -> dict[str, int] | None:
+    """Fees for a replacement of a transaction that `offered` these fees: both raised by
+    at least 12.5 % (nodes refuse a replacement under +10 %), the tip at least today's
+    `tip`, the fee cap twice the `base_fee` plus the tip (at least the base fee plus the
+    tip); never above `cap` (wei): None when even the least replacement would be."""
+    priority = max(-(-offered["maxPriorityFeePerGas"] * 9 // 8), tip)
+    least = max(-(-offered["maxFeePerGas"] * 9 // 8), base_fee + priority)
+    wanted = max(least, 2 * base_fee + priority)
+    if cap is not None:
+        if least > cap:
+            return None
+        wanted = min(wanted, cap)
+    return {"maxFeePerGas": wanted, "maxPriorityFeePerGas": min(priority, wanted)}
+
+
 class Signer:
     def __init__(self, custody: Custody):
         self._custody = custody
@@ -153,7 +190,7 @@ class Signer:
                     "data": data,
                     "value": value,
                     "gas": gas or chain.estimate_gas(call),
-                    **chain.fee_fields(),
+                    **chain.offered_fees(),
                 }
                 raw = self._custody.sign_transaction(custody_ref, transaction)
                 try:

@@ -114,6 +114,9 @@ class _Anything(BaseConverter):
     part_isolating = False
 
 
+_MOST_DIGITS = 19  # a 64-bit id; Python refuses int() of 4,301 digits and more
+
+
 class _Digits(BaseConverter):
     """A non-negative integer in ASCII digits only (werkzeug's ``int`` takes any Unicode
     digit: a full-width "1" would be recipient 1)."""
@@ -122,7 +125,10 @@ class _Digits(BaseConverter):
     part_isolating = True
 
     def to_python(self, value: str) -> int:
-        return int(value)
+        digits = value.lstrip("0") or "0"
+        if len(digits) > _MOST_DIGITS:
+            return 2**63  # past any id: the operation's validation answers its 400
+        return int(digits)
 
     def to_url(self, value: Any) -> str:
         return str(int(value))
@@ -259,7 +265,8 @@ def _list_body(chunks: Iterator[list[Resource]]) -> Iterator[bytes]:
 def _csv_body(table: CsvTable[Any], chunks: Iterator[list[Any]]) -> Iterator[bytes]:
     """The header row, then one row per item, written as the chunks come (the first read
     now, so that a failure is still an error answer). Cells as `csv` quotes them, None
-    empty, lines ending CRLF (RFC 4180)."""
+    empty, a formula's first character neutralised (`CsvTable.cells`), lines ending
+    CRLF (RFC 4180)."""
     first = next(chunks, [])
 
     def written() -> Iterator[bytes]:
@@ -267,7 +274,7 @@ def _csv_body(table: CsvTable[Any], chunks: Iterator[list[Any]]) -> Iterator[byt
         writer = csv.writer(out)
         writer.writerow(table.columns)
         for chunk in itertools.chain([first], chunks):
-            writer.writerows(table.row(item) for item in chunk)
+            writer.writerows(table.cells(item) for item in chunk)
             yield out.getvalue().encode()
             out.seek(0)
             out.truncate()

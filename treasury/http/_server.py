@@ -9,7 +9,12 @@ and oversized bodies, with its own errors in the JSON error body.
   the same way). Thousands of idle or half-sent sockets cannot lock real clients out,
   and the open descriptors never pass ``connection_limit`` (the process's open-files
   limit is raised to fit it).
-- A streamed answer is held in memory only as far as the client lags behind.
+- A streamed answer is held in memory only as far as the client lags behind, and at
+  most `OUTPUT_WATERMARK` bytes of it (never spooled to disk): past that, the thread
+  writing it waits for the client (back-pressure), and lends its place to a stand-in
+  thread while it waits (`_Dispatcher`), so clients that never read cannot take every
+  thread. A client that reads nothing for ``send_timeout_s`` is dropped (within a
+  second of it, by the waiting thread or by the server loop's sweep).
 - Waitress refuses a declared body above ``max_body_bytes`` before reading it, and a
   chunked one as soon as it passes the limit: nothing above it is ever spooled to disk.
 - What waitress answers itself (a malformed request line, headers above 256 KiB, a body
@@ -20,12 +25,13 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from operator import attrgetter
 from typing import Any
 
 from waitress.adjustments import Adjustments
-from waitress.channel import HTTPChannel
+from waitress.channel import ClientDisconnected, HTTPChannel
 from waitress.server import MultiSocketServer, TcpWSGIServer
 from waitress.task import ErrorTask, ThreadedTaskDispatcher
 
@@ -41,6 +47,13 @@ log = logging.getLogger("treasury.http")
 SPARE_DESCRIPTORS = 256
 _ACCEPTS_PER_WAKE = 64  # at most this many connections accepted per loop pass
 _LAST_ACTIVITY = attrgetter("last_activity")
+#: The bytes of an answer held for one client before its writer waits (back-pressure).
+OUTPUT_WATERMARK = 256 * 1024
+#: Past this, a buffered answer would go to a temporary file: never reached (a writer
+#: waits at the watermark, and one write is a chunk of a few hundred rows).
+_OVERFLOW = 64 * 1024 * 1024
+#: At most this many stand-in threads at once (beyond `threads`).
+MAX_STAND_INS = 64
 
 
 class _JsonErrorTask(ErrorTask):  # type: ignore[misc]
@@ -60,8 +73,59 @@ class _JsonErrorTask(ErrorTask):  # type: ignore[misc]
         self.write(body)
 
 
+class _Dispatcher(ThreadedTaskDispatcher):  # type: ignore[misc]
+    """Waitress's pool of task threads, which lends a stand-in thread for each thread
+    that waits for a slow client, up to `MAX_STAND_INS`."""
+
+    def __init__(self, threads: int) -> None:
+        super().__init__()
+        self.base = threads
+        self.lent = 0
+        self.lending = threading.Lock()
+        self.set_thread_count(threads)
+
+    def lend(self) -> bool:
+        with self.lending:
+            if self.lent >= MAX_STAND_INS:
+                return False
+            self.lent += 1
+            self.set_thread_count(self.base + self.lent)
+            return True
+
+    def give_back(self) -> None:
+        with self.lending:
+            self.lent -= 1
+            self.set_thread_count(self.base + self.lent)
+
+
 class _Channel(HTTPChannel):  # type: ignore[misc]
     error_task_class = _JsonErrorTask
+    dropped = False  # set when its client read nothing for `send_timeout`
+
+    def _flush_outbufs_below_high_watermark(self) -> None:
+        """Wait (a task thread) until the client has taken the answer below the
+        watermark: with a stand-in thread serving others meanwhile, and no longer than
+        the server's `send_timeout` without progress (then the client is dropped)."""
+        if self.total_outbufs_len <= self.adj.outbuf_high_watermark:
+            return
+        dispatcher, timeout = self.server.task_dispatcher, self.server.send_timeout
+        lent = isinstance(dispatcher, _Dispatcher) and dispatcher.lend()
+        try:
+            with self.outbuf_lock:
+                left, deadline = self.total_outbufs_len, time.monotonic() + timeout
+                while self.connected and self.total_outbufs_len > self.adj.outbuf_high_watermark:
+                    now = time.monotonic()
+                    if self.total_outbufs_len < left:  # progress: the clock starts again
+                        left, deadline = self.total_outbufs_len, now + timeout
+                    if now >= deadline:
+                        self.dropped = True
+                        self.server.pull_trigger()
+                        raise ClientDisconnected
+                    self.server.pull_trigger()
+                    self.outbuf_lock.wait(min(1.0, deadline - now))
+        finally:
+            if lent:
+                dispatcher.give_back()
 
     def _flush_some(self, do_close: bool = True) -> bool:
         """Send what can be sent, then let go of what was sent: waitress's in-memory
@@ -79,12 +143,14 @@ class _Server(TcpWSGIServer):  # type: ignore[misc]
 
     channel_class = _Channel
     next_channel_cleanup: float = 0
+    send_timeout: float = 30.0
 
     def readable(self) -> bool:
         now = time.time()
         if now >= self.next_channel_cleanup:  # waitress's idle timeout (channel_timeout)
             self.next_channel_cleanup = now + self.adj.cleanup_interval
             self.maintenance(now)
+        self._drop_stalled(now)
         if len(self.active_channels) < self.adj.connection_limit:
             return bool(self.accepting)
         # full: accept only if a connection can be shed, else new ones wait in the backlog
@@ -98,6 +164,16 @@ class _Server(TcpWSGIServer):  # type: ignore[misc]
             super().handle_accept()
             if len(self.active_channels) == before:  # nothing (more) was waiting
                 return
+
+    def _drop_stalled(self, now: float) -> None:
+        """Close the connections whose client read nothing of a pending answer for
+        `send_timeout` (or that a waiting writer gave up on). The loop's poll walks a
+        copy of the map, so closing here is safe."""
+        cutoff = now - self.send_timeout
+        for channel in list(self.active_channels.values()):
+            stalled = channel.total_outbufs_len and channel.last_activity < cutoff
+            if channel.dropped or stalled:
+                channel.handle_close()
 
     def _shed(self) -> bool:
         """Close the least recently active idle connection (False if none is idle)."""
@@ -122,9 +198,11 @@ def create_server(
     connection_limit: int,
     channel_timeout: int,
     max_body_bytes: int,
+    send_timeout: float = 30.0,
     **options: Any,
 ) -> Any:
-    """A server for `app` on every address `host` names; call ``run()`` on it."""
+    """A server for `app` on every address `host` names; call ``run()`` on it.
+    `send_timeout`: seconds a client may read nothing of its answer before it is dropped."""
     adj = Adjustments(
         host=host,
         port=port,
@@ -134,14 +212,17 @@ def create_server(
         cleanup_interval=min(channel_timeout, 30),
         max_request_body_size=max_body_bytes + 1,  # waitress refuses a length >= this
         asyncore_use_poll=True,
+        outbuf_high_watermark=OUTPUT_WATERMARK,
+        outbuf_overflow=_OVERFLOW,
         **options,
     )
     sockets: dict[int, Any] = {}
-    dispatcher = ThreadedTaskDispatcher()
-    dispatcher.set_thread_count(adj.threads)
+    dispatcher = _Dispatcher(adj.threads)
     servers = [
         _Server(app, sockets, dispatcher=dispatcher, adj=adj, sockinfo=info) for info in adj.listen
     ]
+    for server in servers:
+        server.send_timeout = send_timeout
     if len(servers) == 1:
         return servers[0]
     listening = [(s.effective_host, s.effective_port) for s in servers]

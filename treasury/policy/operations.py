@@ -10,6 +10,7 @@ from .._infra import audit
 from .._infra.group import Group
 from .._infra.validation import parse_input
 from .._records import policy
+from ..errors import ValidationError
 from .models import Policy, SetPolicy
 
 
@@ -22,11 +23,18 @@ class Policies(Group):
             return Policy.of(policy.read(tx, self._scope.org_id))
 
     def put(self, body: SetPolicy | Mapping[str, Any] | None = None, **fields: Any) -> Policy:
-        """Replace the policy: `approval_threshold`, `daily_limit` (dollars, None: off)
-        and `destinations` (``"any"`` or ``"known"``); a field left out is off."""
+        """Replace the whole policy: `approval_threshold`, `daily_limit` (dollars, None:
+        off), `destinations` (``"any"`` or ``"known"``), `destination_cooldown_hours` and
+        `gas_station` (a managed wallet's id, or None), every one given (a field left out
+        is a 400 naming it)."""
         request = parse_input(SetPolicy, body, fields)
         rules = request.rules()
         with self._scope.runtime.storage.transaction() as tx:
+            station = rules.gas_station
+            if station is not None and not policy.managed_wallet(tx, self._scope.org_id, station):
+                raise ValidationError.field(
+                    "body", "gasStation", "must be the id of a managed wallet of the organization"
+                )
             policy.write(tx, self._scope.org_id, rules, self._scope.runtime.now_text())
             audit.record(tx)
         return Policy.of(rules)

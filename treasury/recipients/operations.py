@@ -9,6 +9,7 @@ from .._infra import audit
 from .._infra.group import Group
 from .._infra.models import Deleted, ListOf, ListQuery, RowId
 from .._infra.validation import parse_input, parse_value
+from .._records import policy
 from ..backends.storage.base import Transaction
 from ..errors import NotFound
 from . import store
@@ -33,6 +34,7 @@ class Recipients(Group):
 
         def insert(tx: Transaction) -> Recipient:
             scope = self._scope
+            policy.guard_address_book(tx, scope.org_id, scope.admin)  # as it commits
             now = scope.runtime.now_text()
             return Recipient.model_validate(
                 store.insert(tx, scope.org_id, request.address, request.label, now)
@@ -71,6 +73,8 @@ class Recipients(Group):
         if request.address is not None:
             runtime.chains.check_destination(request.address, "address")
         with runtime.storage.transaction() as tx:
+            if request.address is not None:  # re-pointing: a label alone keeps `payments`
+                policy.guard_address_book(tx, self._scope.org_id, self._scope.admin)
             row = store.change(
                 tx, self._scope.org_id, number, request.address, request.label, runtime.now_text()
             )
@@ -85,6 +89,7 @@ class Recipients(Group):
         number = parse_value(RowId, recipient_id, "path", "id")
         runtime = self._scope.runtime
         with runtime.storage.transaction() as tx:
+            policy.guard_address_book(tx, self._scope.org_id, self._scope.admin)
             removed = store.remove(tx, self._scope.org_id, number, runtime.now_text())
             if removed:
                 audit.record(tx)

@@ -15,7 +15,13 @@ _CURRENT = "org_id = ? AND deleted_at IS NULL"
 
 def insert(tx: Transaction, org_id: str, address: str, label: str, now: str) -> Row:
     """A new recipient; 409 if the organization already saved that address."""
-    values = {"address": address, "label": label, "created_at": now, "updated_at": now}
+    values = {
+        "address": address,
+        "label": label,
+        "created_at": now,
+        "updated_at": now,
+        "pointed_at": now,
+    }
     try:
         row = insert_numbered(tx, "recipients", org_id, values, COLUMNS)
     except DuplicateKey:
@@ -31,8 +37,10 @@ def change(
     try:
         return tx.one(
             "UPDATE recipients SET address = COALESCE(?, address), label = COALESCE(?, label),"
+            # re-pointed (another address): known again only after the cooldown
+            " pointed_at = CASE WHEN COALESCE(?, address) = address THEN pointed_at ELSE ? END,"
             f" updated_at = ? WHERE {_CURRENT} AND number = ? RETURNING {COLUMNS}",
-            (address, label, now, org_id, number),
+            (address, label, address, now, now, org_id, number),
         )
     except DuplicateKey:
         raise Conflict("A recipient with this address already exists") from None

@@ -201,6 +201,22 @@ class ChainSuite:
         assert chain.receipts(["0x" + "ab" * 32]) == [None]
         assert chain.receipts([]) == []
 
+    def test_blocks_answer_canonical_hashes(self, chain: Chain, funded: LocalAccount) -> None:
+        """``blocks``: the canonical block at each number asked, in order, in one request;
+        None above the head. What the reorg check compares its kept hashes with."""
+        tx_hash = send(chain, funded, Account.create().address, value=1, gas=21_000)
+        (receipt,) = mined(chain, [tx_hash])
+        assert receipt is not None
+        head = chain.head()
+        found = chain.blocks([receipt.block_number, 0, head + 5, receipt.block_number])
+        block, genesis, beyond, again = found
+        assert block is not None and genesis is not None and again == block
+        assert (block.number, block.hash) == (receipt.block_number, receipt.block_hash)
+        assert genesis.number == 0 and HASH.fullmatch(genesis.hash) and genesis.hash != block.hash
+        assert beyond is None
+        assert block.base_fee is None or block.base_fee > 0
+        assert chain.blocks([]) == []
+
     def test_malformed_hash_is_refused(self, chain: Chain) -> None:
         with pytest.raises(ValueError, match="transaction hash"):
             chain.receipts(["0x1234"])
@@ -332,5 +348,6 @@ class ChainSuite:
             assert first <= log.block_number <= last and log.log_index >= 0
             receipt = chain.receipts([log.transaction_hash])[0]
             assert receipt is not None and receipt.block_number == log.block_number
+            assert log.block_hash == receipt.block_hash
         everything = chain.logs(first, last, tokens, [topic])
         assert len(everything) >= 3  # the unfiltered topic finds the third too

@@ -1,5 +1,8 @@
 """The indexer job: resolve pending transactions from their receipts, emitting events.
 
+A receipt counts once the chain's `confirmations` blocks are on top of its block (0 on a
+chain that can mint: at once); until then the transaction stays pending.
+
 Receipts are fetched by hash in batches (never by scanning logs); each batch of status
 changes and its `transaction.confirmed` / `transaction.failed` events is written in one
 storage transaction, so an event exists exactly when its status change does.
@@ -59,6 +62,9 @@ def index_chain(runtime: Runtime, chain_id: int) -> dict[str, int]:
         last_id = rows[-1]["id"]
         hashes = list(dict.fromkeys(row["hash"] for row in rows))
         mined = [(h, r) for h, r in zip(hashes, chain.receipts(hashes), strict=True) if r]
+        if mined and chain.confirmations:  # final once `confirmations` blocks are on top
+            safe = chain.head() - chain.confirmations
+            mined = [(h, r) for h, r in mined if r.block_number <= safe]
         for start in range(0, len(mined), WRITE_BATCH):
             _apply(runtime, chain_id, mined[start : start + WRITE_BATCH], counts)
 

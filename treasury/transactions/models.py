@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from .._infra.models import Address, PageQuery, Replayable, Timestamped
-from .._records.transactions import TransactionStatus, TransactionType
+from .._records.transactions import TrackedType, TransactionStatus
 
 if TYPE_CHECKING:
     from ..backends.storage.base import Row
@@ -44,7 +44,7 @@ class Transaction(Timestamped):
     hash: str
     chain_id: int
     status: TransactionStatus
-    type: TransactionType
+    type: TrackedType
     from_: str = Field(alias="from")
     contract: str
     token: str

@@ -173,7 +173,7 @@ def _send_usdc(runtime: Runtime, row: Row) -> Replaced | None:
                     to=usdc,
                     data=TRANSFER.encode(row["deposit_address"], raw),
                     gas=APPROVE_GAS,
-                    fees=chain.fee_fields(),
+                    fees=chain.offered_fees(),
                 )
                 with runtime.storage.transaction() as tx:
                     store.add_legs(

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Literal, Self
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     ConfigDict,
     Field,
@@ -50,6 +52,11 @@ PAIRINGS: dict[tuple[str, str, str, str], Pairing] = {
     ("c0", "ethereum", "usdc", "ethereum"): "withdraw",
 }
 ONCHAIN: frozenset[Pairing] = frozenset({"deposit", "withdraw", "sweep"})
+FIAT: frozenset[Pairing] = frozenset({"onramp", "offramp"})
+#: Why a transfer that is neither final nor moving waits (DESIGN: "Why a transfer waits").
+WaitingReason = Literal[
+    "approval", "confirmations", "insufficient gas", "fee above cap", "nonce", "provider"
+]
 
 
 def positive_amount(value: str) -> str:
@@ -182,8 +189,9 @@ class DepositInstructions(Resource):
 
 class Transfer(Timestamped, Replayable, SealedAtRest):
     """SPEC's seven fields, plus `client_reference_id`, on on-ramps
-    `deposit_instructions` (null elsewhere), `failure_reason` (null unless failed), and
-    `approval_status` (``not_required`` unless the policy's threshold asked for one)."""
+    `deposit_instructions` (null elsewhere), `failure_reason` (null unless failed),
+    `approval_status` (``not_required`` unless the policy's threshold asked for one) and
+    `waiting_reason` (null when final or moving, else why it waits)."""
 
     id: str
     from_: TransferSide = Field(alias="from")
@@ -194,10 +202,20 @@ class Transfer(Timestamped, Replayable, SealedAtRest):
     deposit_instructions: DepositInstructions | None = None
     failure_reason: str | None = None
     approval_status: ApprovalStatus = "not_required"
+    waiting_reason: WaitingReason | None = None
 
     def holds_secret(self) -> bool:
         """Deposit instructions hold the provider's account number: sealed at rest."""
         return self.deposit_instructions is not None
+
+
+def _in_range(moment: datetime) -> datetime:
+    """A bound between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, as UTC (a time
+    zone can carry a date past either end, where Python's datetime overflows)."""
+    try:
+        return moment.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise ValueError("must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z") from None
 
 
 class ExportQuery(Body):
@@ -206,8 +224,8 @@ class ExportQuery(Body):
 
     model_config = ConfigDict(extra="ignore", strict=False, frozen=True, populate_by_name=True)
 
-    from_: AwareDatetime = Field(alias="from")
-    to: AwareDatetime
+    from_: Annotated[AwareDatetime, AfterValidator(_in_range)] = Field(alias="from")
+    to: Annotated[AwareDatetime, AfterValidator(_in_range)]
 
     @model_validator(mode="after")
     def _ordered(self) -> Self:

@@ -7,6 +7,7 @@ pairing), the upstream step outside any transaction, the record.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from .._infra import audit
 from .._infra.clock import to_text
 from .._infra.group import Group
 from .._infra.idempotency import LEASE, Upstream, WriteAhead
+from .._infra.identity import same_user
 from .._infra.models import ListOf, Page, PageQuery
 from .._infra.pagination import Cursors, page_of
 from .._infra.runtime import Runtime
@@ -172,18 +174,27 @@ class Transfers(Group):
         self, request: CreateTransfer, pairing: Pairing, rules: policy.Rules
     ) -> None:
         """Under ``destinations: "known"``, the address an on-chain pairing or an on-ramp
-        pays must be a wallet of the organization or one of its saved recipients."""
+        pays must be a wallet of the organization or one of its saved recipients, past
+        the policy's cooldown (`policy.known_destination`)."""
         to_address = request.destination.to_address
         if rules.destinations != "known" or pairing == "offramp" or to_address is None:
             return
-        with self._scope.runtime.storage.read() as tx:
-            known = policy.known_destination(tx, self._scope.org_id, str(to_address))
+        runtime = self._scope.runtime
+        with runtime.storage.read() as tx:
+            known = policy.known_destination(
+                tx,
+                self._scope.org_id,
+                str(to_address),
+                runtime.now(),
+                rules.destination_cooldown_hours,
+            )
         if not known:
             raise ValidationError.field(
                 "body",
                 "destination.to_address",
                 'refused by the policy (destinations: "known"): not a wallet or a saved'
-                " recipient of the organization",
+                " recipient of the organization, or saved less than"
+                f" {rules.destination_cooldown_hours} hours ago (destinationCooldownHours)",
             )
 
     def _awaiting(
@@ -214,7 +225,7 @@ class Transfers(Group):
             row = store.get(tx, transfer_id, org_id)
             if row is None:
                 raise NotFound("Transfer not found")
-            if row["created_by_user"] == self._scope.user_id:
+            if same_user(row["created_by_user"], self._scope.user_id):
                 raise Forbidden(
                     "four eyes: a transfer is approved or rejected by another user than"
                     " the one whose key created it"
@@ -258,6 +269,9 @@ class Transfers(Group):
             reserve = onchain.unsigned_reserve(runtime, chain, swap)
         else:
             legs, reserve = onchain.sign_legs(runtime, chain, swap)
+        station = onchain.station(runtime, chain, self._scope.org_id, swap.wallet)
+        if station is not None:
+            reserve = dataclasses.replace(reserve, station=station)
         sides = {
             "source": onchain_side(swap.wallet, chain_id, request.source.currency, request.amount),
             "destination": onchain_side(
@@ -413,7 +427,7 @@ def claim_transfer(
                 "created_at": to_text(now),
                 "updated_at": to_text(now),
                 **sides,
-                **(reserve.columns() if reserve is not None else {}),
+                **(reserve.columns(tx) if reserve is not None else {}),
                 **(
                     {"created_by_key": creator.api_key_id, "created_by_user": creator.user_id}
                     if creator is not None

@@ -23,7 +23,7 @@ from typing import Any
 from .._infra.crypto import SecretBox
 from .._infra.sql import keyset_page, take_expired_leases
 from .._records.events import emit
-from .._records.nonces import NoncesTaken
+from .._records.nonces import FAILED, NoncesTaken
 from .._records.transfers import (
     AWAITING,
     CLAIMED,
@@ -36,14 +36,14 @@ from .._records.transfers import (
 )
 from ..backends.storage.base import Row, Transaction
 from ..evm.signing import Signed
-from .models import ONCHAIN, DepositInstructions, Pairing, Transfer, TransferSide
+from .models import FIAT, ONCHAIN, DepositInstructions, Pairing, Transfer, TransferSide
 
 COLUMNS = (
     "id, org_id, pairing, status, stage, amount, developer_fee, client_reference_id,"
     " source, destination, chain_id, wallet_address, bank_account_id, transaction_hash,"
     " provider_transfer_id, provider_state, deposit_instructions, deposit_address, failure,"
     " lease_until, created_at, updated_at, ambiguous, reserve_token, reserve_raw, reserve_wei,"
-    " approval_status, created_by_user"
+    " approval_status, created_by_user, waiting_reason"
 )
 #: The purpose under which deposit instructions (account and routing numbers) are sealed.
 INSTRUCTIONS = "deposit-instructions"
@@ -59,6 +59,7 @@ _UPDATABLE = frozenset(
         "failure",
         "lease_until",
         "ambiguous",
+        "waiting_reason",
     }
 )
 
@@ -88,8 +89,24 @@ def shown(row: Row, box: SecretBox) -> Transfer:
             "created_at": row["created_at"],
             "updated_at": row["updated_at"],
             "approval_status": row["approval_status"],
+            "waiting_reason": waiting_reason(row),
         }
     )
+
+
+def waiting_reason(row: Row) -> str | None:
+    """Why a transfer waits: null once final or while it moves; what a job found (a leg
+    short of gas, above the fee cap, behind an earlier leg, awaiting confirmations);
+    else its approval, or the fiat provider."""
+    if not NEXT[row["status"]]:
+        return None
+    if row["waiting_reason"] is not None:
+        return str(row["waiting_reason"])
+    if row["approval_status"] == "awaiting":
+        return "approval"
+    if row["pairing"] in FIAT and row["stage"] == RECORDED:
+        return "provider"
+    return None
 
 
 def side(value: TransferSide) -> str:
@@ -392,8 +409,9 @@ def add_legs(
 ) -> None:
     """Store the legs ahead of their broadcast; a leg already stored at a position is
     kept (two finishers of one transfer store it once). Under a lock per (chain, sender)
-    across processes, legs of another unfinished transfer must not hold any of these
-    nonces (`NoncesTaken`): two API processes that read the same pending count would
+    across processes, legs of another transfer that has not failed must not hold any of these
+    nonces (`NoncesTaken`; a completed transfer's too, whose block a reorg may still
+    remove): two API processes that read the same pending count would
     otherwise both sign nonce N, and a node could take the second as a replacement of the
     first, leaving that transfer submitted forever."""
     if not legs:
@@ -403,7 +421,7 @@ def add_legs(
     clash = tx.one(
         "SELECT 1 AS taken FROM transfer_legs l JOIN transfers t ON t.id = l.transfer_id"
         " WHERE l.chain_id = ? AND l.sender = ? AND l.nonce BETWEEN ? AND ?"
-        f" AND l.transfer_id <> ? AND t.status IN {OPEN} LIMIT 1",
+        f" AND l.transfer_id <> ? AND t.status <> {FAILED} LIMIT 1",
         (chain_id, sender, min(nonces), max(nonces), transfer_id),
     )
     if clash is not None:
@@ -455,3 +473,119 @@ def forget_unsent(tx: Transaction, transfer_id: str) -> None:
 
 def mark_sent(tx: Transaction, transfer_id: str) -> None:
     tx.execute("UPDATE transfer_legs SET sent = 1 WHERE transfer_id = ?", (transfer_id,))
+
+
+def versions(tx: Transaction, transfer_id: str) -> dict[int, list[str]]:
+    """The hashes a transfer's legs were signed in before their current version (a stuck
+    leg replaced at higher fees), by leg position: each may still be the one mined."""
+    rows = tx.query(
+        "SELECT position, hash FROM leg_versions WHERE transfer_id = ? ORDER BY created_at",
+        (transfer_id,),
+    )
+    found: dict[int, list[str]] = {}
+    for row in rows:
+        found.setdefault(int(row["position"]), []).append(str(row["hash"]))
+    return found
+
+
+def version_raw(tx: Transaction, tx_hash: str) -> bytes | None:
+    """The signed bytes of an earlier version of a leg, by its hash."""
+    row = tx.one("SELECT raw FROM leg_versions WHERE hash = ?", (tx_hash,))
+    return None if row is None else bytes(row["raw"])
+
+
+def replace_leg(
+    tx: Transaction, chain_id: int, sender: str, before: Signed, after: Signed, now: str
+) -> str | None:
+    """Store `after` as the current version of the leg signed as `before` (same nonce,
+    higher fees), written ahead of its broadcast; `before` stays watched. The transfer's
+    id, or None when the leg is no longer current (replaced meanwhile)."""
+    row = tx.one(
+        "SELECT transfer_id, position FROM transfer_legs WHERE chain_id = ? AND sender = ?"
+        " AND hash = ?",
+        (chain_id, sender, before.hash),
+    )
+    if row is None:
+        return None
+    tx.execute(
+        "INSERT INTO leg_versions (hash, transfer_id, position, chain_id, raw, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING",
+        (before.hash, row["transfer_id"], row["position"], chain_id, before.raw, now),
+    )
+    tx.execute(
+        "UPDATE transfer_legs SET hash = ?, raw = ?, broadcast_block = NULL"
+        " WHERE transfer_id = ? AND position = ?",
+        (after.hash, after.raw, row["transfer_id"], row["position"]),
+    )
+    return str(row["transfer_id"])
+
+
+def broadcast_at(tx: Transaction, chain_id: int, sender: str, tx_hash: str, block: int) -> None:
+    """Note the head at which a leg's current version was first seen waiting."""
+    tx.execute(
+        "UPDATE transfer_legs SET broadcast_block = ? WHERE chain_id = ? AND sender = ?"
+        " AND hash = ? AND broadcast_block IS NULL",
+        (block, chain_id, sender, tx_hash),
+    )
+
+
+def waits(tx: Transaction, transfer_ids: Sequence[str], reason: str | None) -> None:
+    """Say why open transfers wait (`waitingReason`; None: they are moving). Not a status
+    change: nothing is announced and `updatedAt` stays."""
+    changed = (
+        "waiting_reason IS NOT NULL"
+        if reason is None
+        else "(waiting_reason IS NULL OR waiting_reason <> ?)"
+    )
+    for transfer_id in transfer_ids:
+        tx.execute(
+            f"UPDATE transfers SET waiting_reason = ? WHERE id = ? AND status IN {OPEN}"
+            f" AND {changed}",
+            (reason, transfer_id) if reason is None else (reason, transfer_id, reason),
+        )
+
+
+def sent_after_waiting(tx: Transaction, transfer_id: str, now: str, box: SecretBox) -> bool:
+    """A recorded transfer whose legs waited for gas, now broadcast by the job: its legs
+    marked sent, and it moves to ``submitted`` with its moving leg's hash."""
+    legs_of = legs(tx, transfer_id)
+    row = get(tx, transfer_id)
+    if not legs_of or row is None or row["stage"] != RECORDED or row["pairing"] not in ONCHAIN:
+        return False
+    mark_sent(tx, transfer_id)
+    return move(
+        tx,
+        transfer_id,
+        "submitted",
+        now,
+        box=box,
+        transaction_hash=legs_of[-1].signed.hash,
+        waiting_reason=None,
+    )
+
+
+def open_top_up(tx: Transaction, chain_id: int, wallet: str) -> str | None:
+    """The hash of the wallet's gas top-up not yet seen mined, if any."""
+    row = tx.one(
+        "SELECT hash FROM gas_topups WHERE chain_id = ? AND wallet = ? AND settled = 0",
+        (chain_id, wallet),
+    )
+    return None if row is None else str(row["hash"])
+
+
+def top_up_sent(
+    tx: Transaction, chain_id: int, wallet: str, station: str, tx_hash: str, amount: int, now: str
+) -> None:
+    tx.execute(
+        "INSERT INTO gas_topups (hash, chain_id, wallet, station, amount, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (tx_hash, chain_id, wallet, station, str(amount), now),
+    )
+
+
+def top_up_settled(tx: Transaction, tx_hash: str) -> None:
+    tx.execute("UPDATE gas_topups SET settled = 1 WHERE hash = ?", (tx_hash,))
+
+
+def top_up_refused(tx: Transaction, tx_hash: str) -> None:
+    tx.execute("DELETE FROM gas_topups WHERE hash = ? AND settled = 0", (tx_hash,))

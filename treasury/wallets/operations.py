@@ -9,7 +9,7 @@ from .._infra import audit
 from .._infra.group import Group
 from .._infra.models import Address, Deleted, ListOf, ListQuery
 from .._infra.validation import parse_input, parse_value
-from .._records import wallets
+from .._records import policy, wallets
 from .._records.nonces import next_free_nonce
 from ..backends.storage.base import Transaction
 from ..errors import NotFound, ValidationError
@@ -66,8 +66,10 @@ class Wallets(Group):
     ) -> TrackedWalletResponse:
         """Add a watch-only wallet (not the zero address; 409 if already present)."""
         request = parse_input(TrackWallet, body, fields)
+        scope = self._scope
 
         def track(tx: Transaction) -> TrackedWalletResponse:
+            policy.guard_address_book(tx, scope.org_id, scope.admin)  # as it commits
             row = wallets.insert(
                 tx,
                 self._scope.org_id,

@@ -17,6 +17,7 @@ EventName = Literal[
     "transfer.completed",
     "transfer.failed",
     "deposit.received",
+    "deposit.reversed",
 ]
 DeliveryId = Annotated[str, StringConstraints(pattern=r"^msg_[0-9a-f]{32}$")]
 EVENT_NAMES: tuple[EventName, ...] = get_args(EventName)

@@ -131,7 +131,7 @@ def _signed_and_sent(chain: Chain, operator: Any, to: str, data: bytes) -> str:
             "data": data,
             "value": 0,
             "gas": chain.estimate_gas(call),
-            **chain.fee_fields(),
+            **chain.offered_fees(),
         }
         raw = bytes(operator.sign_transaction(transaction).raw_transaction)
         try:

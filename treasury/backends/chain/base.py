@@ -14,6 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Self
 
 from ...errors import Conflict, UpstreamError
@@ -40,7 +41,16 @@ CANONICAL_MULTICALL3 = "0xca11bde05977b3631167028862be2a173976ca11"
 EXIT_PATHS = ("swap", "replace_asset_with_m")
 #: Settings of a chain that its URL may carry as query parameters (``?rail=ethereum``).
 URL_SETTINGS = ("rail", "exit_path", "c0_decimals")
-_SETTINGS = ("url", "addresses", "tokens", "minter_key", "confirmations", *URL_SETTINGS)
+_SETTINGS = (
+    "url",
+    "addresses",
+    "tokens",
+    "minter_key",
+    "confirmations",
+    "stuck_after_blocks",
+    "max_fee_per_gas",
+    *URL_SETTINGS,
+)
 
 
 class Reverted(UpstreamError):
@@ -66,7 +76,9 @@ class ChainConfig:
     for this chain and `exit_path` one of `EXIT_PATHS`; None leaves them to the chain's
     preset (`presets`) or the backend's default. `c0_decimals` is for a chain that deploys
     its own contracts (the devnet): the decimals its c0 gets (None: 18); every other
-    chain's c0 answers its own.
+    chain's c0 answers its own. `stuck_after_blocks` is how many blocks a signed leg may
+    wait unmined while the base fee is above its offer before it is replaced with higher
+    fees (None: 3); `max_fee_per_gas` (gwei) caps every fee the service signs (None: no cap).
     """
 
     chain_id: int
@@ -79,6 +91,8 @@ class ChainConfig:
     rail: str | None = None
     exit_path: str | None = None
     c0_decimals: int | None = None
+    stuck_after_blocks: int | None = None
+    max_fee_per_gas: Decimal | None = None
 
     def __post_init__(self) -> None:
         url, named = _split_settings(self.url)  # built directly, not by `parse`
@@ -123,6 +137,12 @@ class ChainConfig:
         confirmations = spec.get("confirmations")
         if confirmations is not None and (type(confirmations) is not int or confirmations < 0):
             raise ValueError(f"confirmations must be a whole number >= 0, got {confirmations!r}")
+        stuck = spec.get("stuck_after_blocks")
+        if stuck is not None and (type(stuck) is not int or stuck < 1):
+            raise ValueError(f"stuck_after_blocks must be a whole number >= 1, got {stuck!r}")
+        cap = spec.get("max_fee_per_gas")
+        if cap is not None:
+            cap = _gwei(cap)
         named = {**from_url, **{k: spec[k] for k in URL_SETTINGS if spec.get(k) is not None}}
         return cls(
             int(chain_id),
@@ -131,8 +151,23 @@ class ChainConfig:
             tokens,
             minter and str(minter),
             confirmations=confirmations,
+            stuck_after_blocks=stuck,
+            max_fee_per_gas=cap,
             **named,
         )
+
+
+def _gwei(value: object) -> Decimal:
+    """A fee cap in gwei: a positive number (int, Decimal or decimal text, never a float)."""
+    if isinstance(value, bool) or not isinstance(value, int | str | Decimal):
+        raise ValueError(f"max_fee_per_gas must be a number of gwei, got {value!r}")
+    try:
+        gwei = Decimal(value)
+    except ArithmeticError:
+        raise ValueError(f"max_fee_per_gas must be a number of gwei, got {value!r}") from None
+    if not gwei.is_finite() or gwei <= 0 or (gwei * 10**9) % 1:
+        raise ValueError(f"max_fee_per_gas must be a positive number of gwei, got {value!r}")
+    return gwei
 
 
 def _split_settings(url: str) -> tuple[str, dict[str, Any]]:
@@ -184,6 +219,17 @@ class Log:
     block_number: int
     transaction_hash: str
     log_index: int
+    block_hash: str = ""  # 0x hex, lowercase; the block the log was read in
+
+
+@dataclass(frozen=True)
+class Block:
+    """A canonical block as the node shows it now: its number, hash and base fee (None on
+    a chain without EIP-1559)."""
+
+    number: int
+    hash: str
+    base_fee: int | None
 
 
 #: One position of an ``eth_getLogs`` topic filter: a topic, any of several, or anything.
@@ -202,6 +248,19 @@ class Chain(ABC):
     rail: str | None = None
     #: How c0 is exchanged back into a stablecoin here (one of `EXIT_PATHS`).
     exit_path: str = "swap"
+    #: Blocks a leg may wait unmined, under the base fee, before it is re-priced.
+    stuck_after_blocks: int = 3
+    #: The highest fee per gas the service signs, in wei (`ChainConfig.max_fee_per_gas`).
+    max_fee_per_gas: int | None = None
+
+    def settings(self, config: ChainConfig) -> None:
+        """Take the settings every backend shares from `config` (where it sets them)."""
+        if config.confirmations is not None:
+            self.confirmations = config.confirmations
+        if config.stuck_after_blocks is not None:
+            self.stuck_after_blocks = config.stuck_after_blocks
+        if config.max_fee_per_gas is not None:
+            self.max_fee_per_gas = int(config.max_fee_per_gas * 10**9)
 
     def address(self, key: str) -> str:
         """The address of `key` (of `ADDRESS_KEYS`) on this chain; 409 naming the
@@ -244,6 +303,12 @@ class Chain(ABC):
         """``eth_blockNumber``: the number of the latest block."""
 
     @abstractmethod
+    def blocks(self, numbers: Sequence[int]) -> list[Block | None]:
+        """The canonical blocks at `numbers`, in the order asked (None above the head), in
+        one request (a JSON-RPC batch on real nodes): what the reorg check compares the
+        block hashes it kept with."""
+
+    @abstractmethod
     def send_raw_transaction(self, raw: bytes) -> str:
         """Broadcast a signed transaction; return its hash (0x + 64 lowercase hex)."""
 
@@ -260,6 +325,14 @@ class Chain(ABC):
     def fee_fields(self) -> dict[str, int]:
         """Fee fields for a new transaction: EIP-1559 ``maxFeePerGas`` and
         ``maxPriorityFeePerGas``, or a legacy ``gasPrice``."""
+
+    def offered_fees(self) -> dict[str, int]:
+        """The fees the service signs with: `fee_fields`, no field above
+        `max_fee_per_gas` (a leg offered less than the base fee waits, "fee above cap")."""
+        fees = self.fee_fields()
+        if self.max_fee_per_gas is None:
+            return fees
+        return {name: min(value, self.max_fee_per_gas) for name, value in fees.items()}
 
     @abstractmethod
     def estimate_gas(self, transaction: Mapping[str, Any]) -> int:

@@ -40,9 +40,9 @@ from ...evm.abi import call_fields, calldata, check_hash, revert_reason
 from ._deploy import check_c0_decimals, contract_addresses, decimals, deploy_contracts, fund
 from ._ledger import Ledger
 from ._node import Node, RpcError
-from .base import Chain, ChainConfig, Log, Receipt, Reverted, Topic
+from .base import Block, Chain, ChainConfig, Log, Receipt, Reverted, Topic
 from .presets import RAILS
-from .rpc import _log, _logs_query, _raise, _receipt
+from .rpc import _block, _log, _logs_query, _raise, _receipt
 
 __all__ = ["DevnetChain"]
 
@@ -112,7 +112,7 @@ class DevnetChain(Chain):
         if url.query:  # `ChainConfig.parse` took the settings it knows out of the URL
             raise ValueError(f"unknown devnet:// URL settings: {url.query}")
         path = unquote(url.path).removeprefix("/") or config.state_path
-        return cls(
+        chain = cls(
             config.chain_id,
             config.tokens,
             path or None,
@@ -120,6 +120,8 @@ class DevnetChain(Chain):
             rail=config.rail,
             c0_decimals=config.c0_decimals,
         )
+        chain.settings(config)
+        return chain
 
     # -- the Chain interface --------------------------------------------------------
 
@@ -141,6 +143,11 @@ class DevnetChain(Chain):
 
     def head(self) -> int:
         return int(self._rpc("eth_blockNumber"), 16)
+
+    def blocks(self, numbers: Sequence[int]) -> list[Block | None]:
+        with self.lock:
+            found = [self._node.request("eth_getBlockByNumber", [hex(n), False]) for n in numbers]
+        return [_block(answer) if answer else None for answer in found]
 
     def send_raw_transaction(self, raw: bytes) -> str:
         return str(self._rpc("eth_sendRawTransaction", "0x" + bytes(raw).hex())).lower()

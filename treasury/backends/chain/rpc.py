@@ -32,6 +32,7 @@ from .base import (
     ADDRESS_KEYS,
     CANONICAL_MULTICALL3,
     OPTIONAL_ADDRESS_KEYS,
+    Block,
     Chain,
     ChainConfig,
     Log,
@@ -76,8 +77,7 @@ class RpcChain(Chain):
         self.addresses = {k: addresses[k].lower() for k in ADDRESS_KEYS if k in addresses}
         core = [self.addresses[k] for k in ("USDC", "USDT", "c0") if k in self.addresses]
         self.tokens = core + [t.lower() for t in config.tokens if t.lower() not in core]
-        if config.confirmations is not None:
-            self.confirmations = config.confirmations
+        self.settings(config)
         self.rail = config.rail
         assert config.exit_path is not None  # with_preset settles it
         self.exit_path = config.exit_path
@@ -137,6 +137,10 @@ class RpcChain(Chain):
 
     def head(self) -> int:
         return int(self._request("eth_blockNumber", []), 16)
+
+    def blocks(self, numbers: Sequence[int]) -> list[Block | None]:
+        answers = self._batch([("eth_getBlockByNumber", [hex(n), False]) for n in numbers])
+        return [_block(answer) if answer else None for answer in answers]
 
     def logs(
         self, first: int, last: int, contracts: Sequence[str], topics: Sequence[Topic]
@@ -281,6 +285,15 @@ def _receipt(r: Mapping[str, Any]) -> Receipt | None:
     )
 
 
+def _block(answer: Mapping[str, Any]) -> Block:
+    base_fee = answer.get("baseFeePerGas")
+    return Block(
+        number=int(answer["number"], 16),
+        hash=str(answer["hash"]).lower(),
+        base_fee=None if base_fee is None else int(base_fee, 16),
+    )
+
+
 def _logs_query(
     first: int, last: int, contracts: Sequence[str], topics: Sequence[Topic]
 ) -> dict[str, Any]:
@@ -301,6 +314,7 @@ def _log(found: Mapping[str, Any]) -> Log:
         block_number=int(found["blockNumber"], 16),
         transaction_hash=str(found["transactionHash"]).lower(),
         log_index=int(found["logIndex"], 16),
+        block_hash=str(found.get("blockHash") or "").lower(),
     )
 
 
