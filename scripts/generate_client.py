@@ -205,7 +205,9 @@ def source() -> str:
         call = f"        return self._call({constant}, ({', '.join(snake(p.name) for p in op.path_params)}{',' if op.path_params else ''}), args, fields{', idempotency_key' if key else ', None'})"
         lines: list[str] = []
         if model is None:
-            params = ", ".join(["self", *path, *(["/"] if path else []), *(["*", *key] if key else [])])
+            params = ", ".join(
+                ["self", *path, *(["/"] if path else []), *(["*", *key] if key else [])]
+            )
             lines += [
                 f"    def {method}({params}) -> {response}:",
                 doc,
@@ -221,7 +223,9 @@ def source() -> str:
                 if info.is_required():
                     declared.append(f"{name}: {text}")
                 else:
-                    optional = text if text.endswith("| None") or text == "None" else f"{text} | None"
+                    optional = (
+                        text if text.endswith("| None") or text == "None" else f"{text} | None"
+                    )
                     declared.append(f"{name}: {optional} = None")
             body_type = f"{render.model(model)} | Mapping[str, Any]"
             given = "body" if op.body is not None else "query"
