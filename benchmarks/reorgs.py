@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 import httpx
-from _common import Rpc, machine, median, random_address, table
+from _common import Rpc, machine, median, random_address, table, track_wallets
 
 from treasury import Treasury
 from treasury._records import marks
@@ -71,7 +71,7 @@ def main() -> None:
         )
         org = t.admin.create_organization("Bench")
         runtime, rpc = t._runtime, Rpc(node.url)
-        _track(t, org.id, [random_address() for _ in range(args.wallets)])
+        track_wallets(t, org.id, [random_address() for _ in range(args.wallets)])
         rpc("anvil_mine", hex(marks.REACH))
 
         def place() -> list[int]:
@@ -162,18 +162,6 @@ def main() -> None:
             sys.exit(f"the reorg of 5 blocks flagged {found}, expected {expected} marks")
         print(f"a reorg of 5 blocks: {expected} marks flagged in one pass, as expected")
         t.close()
-
-
-def _track(t: Treasury, org_id: str, addresses: list[str]) -> None:
-    """Tracked wallets of `org_id`, stored in one transaction (as `wallets.track` does)."""
-    now = t.now().isoformat()
-    with t.storage.transaction() as tx:
-        for number, address in enumerate(addresses, start=1):
-            tx.execute(
-                "INSERT INTO wallets (org_id, number, address, label, type, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, 'tracked', ?, ?)",
-                (org_id, number, address, f"W{number}", now, now),
-            )
 
 
 if __name__ == "__main__":
