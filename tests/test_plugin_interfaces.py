@@ -25,6 +25,7 @@ def test_the_chain_interface_is_the_json_rpc_primitives() -> None:
         "receipts",
         "logs",
         "head",
+        "blocks",
         "send_raw_transaction",
         "pending_nonce",
         "mined_nonce",
