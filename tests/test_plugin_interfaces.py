@@ -54,5 +54,5 @@ def test_fiat_reads_and_steps_are_apart() -> None:
     assert isinstance(SandboxFiat(), SimulatedProvider)
     # the interface names Chain and Storage for type checkers only (the typed client,
     # which reads its models, loads no storage)
-    hints = typing.get_type_hints(FiatContext, {"Chain": Chain, "Storage": Storage})
+    hints = typing.get_type_hints(FiatContext, localns={"Chain": Chain, "Storage": Storage})
     assert typing.get_args(hints["chain"]) == ([int], Chain)
