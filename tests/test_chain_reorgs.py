@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import make_tenant, require_anvil
+from tests.conftest import MASTER_KEY, make_tenant, require_anvil
 from tests.helpers import events, py_policy, swap
 from treasury import Treasury
 from treasury.anvil import AnvilNode, deploy_contracts, fund, start_anvil
@@ -100,7 +100,7 @@ def opened(
     """A treasury on the anvil node with these chain settings, an organization and a
     managed wallet holding 100 USDC and 1 ETH."""
     spec = {"url": node.url, "addresses": deployed["addresses"], **settings}
-    t = Treasury.open(storage_url, chains={CHAIN: spec})
+    t = Treasury.open(storage_url, chains={CHAIN: spec}, master_key=MASTER_KEY)
     try:
         yield Env(node, deployed, t)
     finally:
