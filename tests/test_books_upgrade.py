@@ -1,7 +1,7 @@
-"""A store made before the books ties out on its first run after migration 21, which
+"""A store made before the books ties out on its first run after migration 22, which
 posts what the records prove (DESIGN §3 "The books"), on a real anvil.
 
-"Before the books" is today's code without migration 21 and without its postings (the
+"Before the books" is today's code without migration 22 and without its postings (the
 journal's writers made no-ops, the reconcile job not run): a store with deposits, a
 deposit into c0 to the same wallet and to another, a withdrawal to an outside address,
 on-ramps to a wallet and to an outside address, an off-ramp, a virtual wallet's sweep,
@@ -44,7 +44,7 @@ def test_a_store_made_before_the_books_ties_out_on_its_first_run(
 ) -> None:
     deployed = deploy_contracts(node.url)
     chains = {CHAIN: {**deployed, "confirmations": 0}}
-    monkeypatch.setattr(schema, "MIGRATIONS", [m for m in schema.MIGRATIONS if m[0] < 21])
+    monkeypatch.setattr(schema, "MIGRATIONS", [m for m in schema.MIGRATIONS if m[0] < 22])
     for writer in ("swap_settled", "offramp_sent", "provider_state", "deposit"):
         monkeypatch.setattr(postings, writer, lambda *args, **kwargs: False)
 

@@ -460,3 +460,24 @@ def test_reconcile_and_statement(cwd: Path) -> None:
     failing = run("reconcile", org.id, "--json", code=1)
     assert json.loads(failing.stdout)["open"][0]["difference"] == "-5"
     assert "unexplained_outflow" in run("reconcile", org.id, code=1).stdout
+
+
+def test_orgs_onboard_without_an_email_fails_naming_email(
+    cwd: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a provider whose KYB link needs the business's contact email (the `http`
+    plugin against the fake provider), `orgs onboard` without --email exits non-zero
+    and says to pass --email; with it, the onboarding starts and shows its link."""
+    from treasury.testing.fake_provider import fake_provider
+
+    with fake_provider() as fake:
+        monkeypatch.setenv("TREASURY_FIAT", fake.url)
+        monkeypatch.setenv("TREASURY_FIAT_API_KEY", fake.api_key)
+        created = run_json("orgs", "create", "Initech")
+        refused = run("orgs", "onboard", created["id"], code=1)
+        assert "--email" in refused.stderr and "email" in refused.stderr
+        body = json.loads(run("orgs", "onboard", created["id"], "--json", code=1).stderr)
+        assert "--email" in body["error"] and body["details"]["fields"][0]["field"] == "email"
+        assert not fake.kyc_links
+        shown = run_json("orgs", "onboard", created["id"], "--email", "ops@initech.example")
+        assert shown["url"].startswith("https://") and len(fake.kyc_links) == 1

@@ -162,6 +162,11 @@ def samples(live: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
         "recipients.delete": ("DELETE", "/v1/recipients/1", {}),
         "bank_accounts.create": ("POST", "/v1/bank-accounts", {"json": BANK_ACCOUNT}),
         "bank_accounts.list": ("GET", "/v1/bank-accounts", {}),
+        "bank_accounts.update": (
+            "PUT",
+            "/v1/bank-accounts/1",
+            {"json": {k: BANK_ACCOUNT[k] for k in ("account", "address")}},
+        ),
         "webhooks.create": (
             "POST",
             "/v1/webhooks",
@@ -287,6 +292,9 @@ def test_the_accept_header_selects_the_csv_operation_of_a_route():
     assert selected(route, {}, lambda media: False).name == "statements.get"
 
 
+GENERATED = "treasury/client/_generated.py"
+
+
 def test_no_path_string_outside_the_table_and_the_http_package():
     found = subprocess.run(
         ["git", "grep", "-n", '"/v1', "--", "treasury/"],
@@ -295,9 +303,10 @@ def test_no_path_string_outside_the_table_and_the_http_package():
         text=True,
         check=False,
     ).stdout.splitlines()
-    outside = [
-        line for line in found if not line.startswith(("treasury/operations.py:", "treasury/http/"))
-    ]
+    # the typed client's declared methods are generated from the table (kept in step by
+    # tests/test_client_typed.py): a copy written by a program, not by hand
+    allowed = ("treasury/operations.py:", "treasury/http/", GENERATED + ":")
+    outside = [line for line in found if not line.startswith(allowed)]
     assert outside == []
     for op in OPERATIONS:
         first = op.path.strip("/").split("/")[0]
@@ -310,4 +319,4 @@ def test_no_path_string_outside_the_table_and_the_http_package():
             check=False,
         ).stdout.split()
         provider_api = {"treasury/backends/fiat/http.py", "treasury/testing/fake_provider.py"}
-        assert set(users) - provider_api <= {"treasury/operations.py"}, (literal, users)
+        assert set(users) - provider_api <= {"treasury/operations.py", GENERATED}, (literal, users)

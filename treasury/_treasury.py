@@ -361,7 +361,7 @@ class Treasury:
             now=runtime.now_text(),
             steps={
                 20: lambda tx: audit.rekey(tx, keyed),
-                21: lambda tx: journal_history.post_history(tx, runtime),
+                22: lambda tx: journal_history.post_history(tx, runtime),
             },
         )
         treasury = cls(runtime, settings)

@@ -54,6 +54,7 @@ from .admin.scopes import ApiScope
 from .audit import AuditEvent, AuditEvents
 from .balances import Balances, TokenBalance
 from .bank_accounts import BankAccount, BankAccountRow, BankAccounts, CreateBankAccount
+from .bank_accounts.models import BankAccountRef, UpdateBankAccount
 from .books import (
     Break,
     Ledger,
@@ -535,6 +536,13 @@ OPERATIONS: tuple[Operation[Any], ...] = (
     Operation(
         "bank_accounts.list", "GET", "/bank-accounts", ListOf[BankAccountRow],
         lambda org: org.bank_accounts.list, summary="List bank accounts",
+    ),
+    Operation(
+        "bank_accounts.update", "PUT", "/bank-accounts/{id}", BankAccount,
+        lambda org: org.bank_accounts.update, body=UpdateBankAccount,
+        path_params=(PathParam("id", BankAccountRef),), idempotency="optional",
+        summary="Replace a bank account's details (a new account at the provider, the old"
+        " one deactivated there)",
     ),
     Operation(
         "webhooks.create", "POST", "/webhooks", CreatedWebhook, lambda org: org.webhooks.create,

@@ -588,7 +588,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         18,
         "the chain can go back: the blocks the service acted on (their hashes, compared with"
         " the canonical chain each pass); every signed version of a leg; when a leg was"
-        " broadcast; why a transfer waits",
+        " broadcast; why a transfer waits; gas stations' top-ups",
         [
             # one row per receipt settled on, deposit log recorded, detector cursor
             """CREATE TABLE chain_marks (
@@ -611,6 +611,16 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "CREATE INDEX leg_versions_leg ON leg_versions (transfer_id, position)",
             "ALTER TABLE transfer_legs ADD COLUMN broadcast_block BIGINT",
             "ALTER TABLE transfers ADD COLUMN waiting_reason TEXT",
+            # a gas station's top-ups of a wallet's ETH, one at a time per wallet
+            """CREATE TABLE gas_topups (
+                hash TEXT PRIMARY KEY,
+                chain_id BIGINT NOT NULL,
+                wallet TEXT NOT NULL,
+                station TEXT NOT NULL,
+                amount TEXT NOT NULL,
+                settled INTEGER NOT NULL DEFAULT 0,
+                created_at TEXT NOT NULL)""",
+            "CREATE INDEX gas_topups_open ON gas_topups (chain_id, wallet) WHERE settled = 0",
         ],
     ),
     (
@@ -653,6 +663,27 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     ),
     (
         21,
+        "events: each organization's sequence (in commit order) and the object they are"
+        " about; deliveries go out in that order per object and webhook",
+        [
+            """CREATE TABLE event_sequences (
+                org_id TEXT PRIMARY KEY REFERENCES organizations(id),
+                last BIGINT NOT NULL){clustered}""",
+            "ALTER TABLE events ADD COLUMN sequence BIGINT",
+            "ALTER TABLE webhook_deliveries ADD COLUMN object_key TEXT",
+            "ALTER TABLE webhook_deliveries ADD COLUMN sequence BIGINT",
+            "UPDATE events SET sequence = id",
+            "UPDATE webhook_deliveries SET sequence = event_id",
+            """INSERT INTO event_sequences (org_id, last)
+                SELECT org_id, MAX(id) FROM events GROUP BY org_id""",
+            # the earlier first attempts of one object to one webhook, still to be made
+            """CREATE INDEX webhook_deliveries_order
+                ON webhook_deliveries (webhook_id, object_key, sequence)
+                WHERE status = 'pending' AND attempts = 0""",
+        ],
+    ),
+    (
+        22,
         "the books: an append-only double-entry journal with running sums, its groups;"
         " reconciliation runs, breaks and each pair's last tie-out; the transfers of a wallet"
         " by update (a balance at a past time); history posted by treasury's own step"

@@ -162,6 +162,16 @@ class Replayable(Resource):
         self._replayed = True
 
 
+class SealedAtRest:
+    """A result whose stored outcome is kept encrypted (a webhook's secret shown once, a
+    routing number, deposit instructions): a storage rule of the idempotency store
+    (`treasury._infra.idempotency`), declared by the answer's class (`holds_secret` may
+    look at the instance)."""
+
+    def holds_secret(self) -> bool:
+        return True
+
+
 class Timestamped(Resource):
     created_at: datetime
     updated_at: datetime

@@ -10,7 +10,7 @@ on-ramps (`transfers`), the
 nonces and holds of signed legs (`nonces`), each organization's policy, which transfers
 check (`policy`), the blocks acted on (`marks`), and the books: the journal's writer
 (`journal`), what each fact posts (`postings`, called by the domain that owns the fact, in
-its transaction), the history migration 21 posts (`journal_history`), and reconciliation
+its transaction), the history migration 22 posts (`journal_history`), and reconciliation
 breaks (`breaks`: opened by reconciliation and by the transfers' reorg pass). A table read by several domains is touched
 only here (the domain that owns it may keep its own writes and reads elsewhere).
 """

@@ -1,4 +1,4 @@
-"""The books of a store made before them: migration 21's own step posts what the records
+"""The books of a store made before them: migration 22's own step posts what the records
 already prove, so an upgraded store ties out at its first reconciliation.
 
 What is posted, oldest first, each as the fact's own group would have been

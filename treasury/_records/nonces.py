@@ -166,3 +166,13 @@ def unconfirmed_swaps(tx: Transaction, chain_id: int, sender: str, token: str, t
         (chain_id, sender, token, to),
     )
     return sum(int(row["amount"]) for row in rows)
+
+
+def topping_up(tx: Transaction, chain_id: int, station: str) -> int:
+    """Wei a gas station has sent in top-ups not yet settled (its balance may not show
+    them yet: they are spoken for)."""
+    rows = tx.query(
+        "SELECT amount FROM gas_topups WHERE chain_id = ? AND station = ? AND settled = 0",
+        (chain_id, station),
+    )
+    return sum(int(row["amount"]) for row in rows)

@@ -9,9 +9,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from ..backends.storage.base import Transaction
+if TYPE_CHECKING:
+    from ..backends.storage.base import Transaction
+
 
 #: A transfer's status, as the API shows it.
 Status = Literal["pending", "submitted", "completed", "failed"]

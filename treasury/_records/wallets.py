@@ -172,6 +172,16 @@ def custody_ref(tx: Transaction, address: str) -> str | None:
     return None if row is None else str(row["custody_ref"])
 
 
+def managed_by_address(tx: Transaction, address: str) -> Row | None:
+    """The live managed wallet at `address` (`org_id`, `id`, `custody_ref`), whichever
+    organization holds it."""
+    return tx.one(
+        "SELECT org_id, number AS id, custody_ref FROM wallets WHERE address = ?"
+        " AND custody_ref IS NOT NULL AND deleted_at IS NULL LIMIT 1",
+        (address,),
+    )
+
+
 def virtual(tx: Transaction) -> list[Row]:
     """Every organization's virtual wallet (`org_id`, `address`, `custody_ref`), oldest first."""
     return tx.query("SELECT org_id, address, custody_ref FROM virtual_wallets ORDER BY id")

@@ -6,6 +6,9 @@ reconciliation against the chain, block by block (`ReconciliationGroup`, the
 `treasury._records.journal`, in their own transactions.
 """
 
+import typing as _typing
+
+from .._infra.imports import lazy_attributes as _lazy_attributes
 from .models import (
     Break,
     LedgerBalance,
@@ -15,8 +18,10 @@ from .models import (
     Statement,
     StatementEntry,
 )
-from .operations import Ledger, ReconciliationGroup, Statements
-from .reconcile import reconcile_books
+
+if _typing.TYPE_CHECKING:
+    from .operations import Ledger, ReconciliationGroup, Statements
+    from .reconcile import reconcile_books
 
 __all__ = [
     "Break",
@@ -31,3 +36,14 @@ __all__ = [
     "Statements",
     "reconcile_books",
 ]
+
+# The operations and the job are imported on first use (a model alone does not load them).
+__getattr__ = _lazy_attributes(
+    __name__,
+    {
+        "Ledger": ".operations",
+        "ReconciliationGroup": ".operations",
+        "Statements": ".operations",
+        "reconcile_books": ".reconcile",
+    },
+)

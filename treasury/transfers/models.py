@@ -10,7 +10,7 @@ import re
 from dataclasses import asdict
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Annotated, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -22,7 +22,6 @@ from pydantic import (
     model_validator,
 )
 
-from .._infra.idempotency import SealedAtRest
 from .._infra.models import (
     Address,
     Body,
@@ -31,12 +30,15 @@ from .._infra.models import (
     PlainText,
     Replayable,
     Resource,
+    SealedAtRest,
     Timestamped,
 )
 from .._records.bank_accounts import BankAccountSummary, ExternalAccountId
 from .._records.transfers import ApprovalStatus, Status
-from ..backends.fiat.base import BankDeposit
 from ..money import to_raw
+
+if TYPE_CHECKING:
+    from ..backends.fiat.base import BankDeposit
 
 Currency = Literal["usd", "usdc", "usdt", "c0"]
 Pairing = Literal["onramp", "offramp", "deposit", "withdraw", "sweep"]

@@ -7,6 +7,7 @@ pairing), the upstream step outside any transaction, the record.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -268,6 +269,9 @@ class Transfers(Group):
             reserve = onchain.unsigned_reserve(runtime, chain, swap)
         else:
             legs, reserve = onchain.sign_legs(runtime, chain, swap)
+        station = onchain.station(runtime, chain, self._scope.org_id, swap.wallet)
+        if station is not None:
+            reserve = dataclasses.replace(reserve, station=station)
         sides = {
             "source": onchain_side(swap.wallet, chain_id, request.source.currency, request.amount),
             "destination": onchain_side(
@@ -423,7 +427,7 @@ def claim_transfer(
                 "created_at": to_text(now),
                 "updated_at": to_text(now),
                 **sides,
-                **(reserve.columns() if reserve is not None else {}),
+                **(reserve.columns(tx) if reserve is not None else {}),
                 **(
                     {"created_by_key": creator.api_key_id, "created_by_user": creator.user_id}
                     if creator is not None

@@ -7,8 +7,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import Field, StringConstraints, field_validator
 
-from .._infra.idempotency import SealedAtRest
-from .._infra.models import Address, Body, PlainText, Replayable, Resource
+from .._infra.models import Address, Body, PlainText, Replayable, Resource, SealedAtRest
 
 EventName = Literal[
     "transaction.confirmed",
