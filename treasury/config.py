@@ -51,6 +51,7 @@ class Settings(BaseSettings):
     send_timeout_s: float = 30.0  # a client that reads nothing of its answer this long is dropped
     sweep_minimum: str = "1.00"  # virtual wallets sweep USDC/USDT above this into c0
     snapshot_interval: int = 3600  # seconds between snapshots of holders' c0 (yield)
+    reconcile_interval: int = 600  # seconds between reconciliation runs of a chain (books)
     deposit_confirmations: int | None = None  # None: each chain's (`Chain.confirmations`)
     max_in_flight: Annotated[int, Field(ge=1)] = 64  # signed legs in flight per wallet
 

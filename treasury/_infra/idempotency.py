@@ -54,7 +54,7 @@ from ..errors import (
 from . import audit
 from .clock import to_text
 from .jobs import Report
-from .models import Replayable
+from .models import Replayable, SealedAtRest
 from .runtime import Runtime, Scope
 
 KEY_TTL = timedelta(hours=24)
@@ -363,15 +363,6 @@ def run_composite(
 
 
 _PURPOSE = "idempotency-outcome"
-
-
-class SealedAtRest:
-    """A result whose stored outcome is kept encrypted (a webhook's secret shown once, a
-    routing number, deposit instructions): a storage rule of the idempotency store,
-    declared by the answer's class (`holds_secret` may look at the instance)."""
-
-    def holds_secret(self) -> bool:
-        return True
 
 
 def _secret(result: Replayable) -> bool:

@@ -265,3 +265,13 @@ def in_flight(tx: Transaction, chain_id: int, sender: str, mined: int) -> int:
         (chain_id, sender, mined),
     )
     return 0 if row is None else int(row["n"])
+
+
+def topping_up(tx: Transaction, chain_id: int, station: str) -> int:
+    """Wei a gas station has sent in top-ups not yet settled (its balance may not show
+    them yet: they are spoken for)."""
+    rows = tx.query(
+        "SELECT amount FROM gas_topups WHERE chain_id = ? AND station = ? AND settled = 0",
+        (chain_id, station),
+    )
+    return sum(int(row["amount"]) for row in rows)

@@ -1,6 +1,9 @@
 """Transfers: bank ↔ wallet through the fiat provider, USDC ↔ c0 on-chain, and the sweeps
 of virtual wallets into c0 (the `sweep` job), in one feed."""
 
+import typing as _typing
+
+from .._infra.imports import lazy_attributes as _lazy_attributes
 from .models import (
     BatchItem,
     CreateTransfer,
@@ -10,7 +13,10 @@ from .models import (
     TransferBatch,
     TransferSide,
 )
-from .operations import Transfers
+
+if _typing.TYPE_CHECKING:
+    from .operations import Transfers
+
 
 __all__ = [
     "BatchItem",
@@ -22,3 +28,6 @@ __all__ = [
     "TransferSide",
     "Transfers",
 ]
+
+# The operations are imported on first use (a model alone does not load them).
+__getattr__ = _lazy_attributes(__name__, {"Transfers": ".operations"})

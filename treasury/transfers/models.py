@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -28,7 +28,6 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from .._infra.idempotency import SealedAtRest
 from .._infra.models import (
     Address,
     Body,
@@ -37,13 +36,16 @@ from .._infra.models import (
     PlainText,
     Replayable,
     Resource,
+    SealedAtRest,
     Timestamped,
 )
 from .._records.bank_accounts import BankAccountSummary, ExternalAccountId
 from .._records.transfers import ApprovalStatus, Status
-from ..backends.fiat.base import BankDeposit
 from ..errors import TreasuryError
 from ..money import to_raw
+
+if TYPE_CHECKING:
+    from ..backends.fiat.base import BankDeposit
 
 Currency = Literal["usd", "usdc", "usdt", "c0"]
 Pairing = Literal["onramp", "offramp", "deposit", "withdraw", "sweep"]

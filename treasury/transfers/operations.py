@@ -7,6 +7,7 @@ pairing), the upstream step outside any transaction, the record.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -346,6 +347,12 @@ class Transfers(Group):
         """The claim of a swap: its row, its signed legs (none while it awaits an
         approval or room), what it holds of its wallet."""
         chain_id = swap.chain_id
+        runtime = self._scope.runtime
+        station = onchain.station(
+            runtime, runtime.chains.get(chain_id), self._scope.org_id, swap.wallet
+        )
+        if station is not None:  # the organization's gas station may pay what it lacks
+            reserve = dataclasses.replace(reserve, station=station)
         sides = {
             "source": onchain_side(swap.wallet, chain_id, request.source.currency, request.amount),
             "destination": onchain_side(
@@ -505,7 +512,7 @@ def claim_transfer(
                 "created_at": to_text(now),
                 "updated_at": to_text(now),
                 **sides,
-                **(reserve.columns() if reserve is not None else {}),
+                **(reserve.columns(tx) if reserve is not None else {}),
                 **(
                     {"created_by_key": creator.api_key_id, "created_by_user": creator.user_id}
                     if creator is not None

@@ -60,6 +60,7 @@ _UPDATABLE = frozenset(
         "failure",
         "lease_until",
         "ambiguous",
+        "waiting_reason",
     }
 )
 
@@ -613,3 +614,49 @@ def waits(tx: Transaction, transfer_ids: Sequence[str], reason: str | None) -> N
             f" AND {changed}",
             (reason, transfer_id) if reason is None else (reason, transfer_id, reason),
         )
+
+
+def sent_after_waiting(tx: Transaction, transfer_id: str, now: str, box: SecretBox) -> bool:
+    """A recorded transfer whose legs waited for gas, now broadcast by the job: its legs
+    marked sent, and it moves to ``submitted`` with its moving leg's hash."""
+    legs_of = legs(tx, transfer_id)
+    row = get(tx, transfer_id)
+    if not legs_of or row is None or row["stage"] != RECORDED or row["pairing"] not in ONCHAIN:
+        return False
+    mark_sent(tx, transfer_id)
+    return move(
+        tx,
+        transfer_id,
+        "submitted",
+        now,
+        box=box,
+        transaction_hash=legs_of[-1].signed.hash,
+        waiting_reason=None,
+    )
+
+
+def open_top_up(tx: Transaction, chain_id: int, wallet: str) -> str | None:
+    """The hash of the wallet's gas top-up not yet seen mined, if any."""
+    row = tx.one(
+        "SELECT hash FROM gas_topups WHERE chain_id = ? AND wallet = ? AND settled = 0",
+        (chain_id, wallet),
+    )
+    return None if row is None else str(row["hash"])
+
+
+def top_up_sent(
+    tx: Transaction, chain_id: int, wallet: str, station: str, tx_hash: str, amount: int, now: str
+) -> None:
+    tx.execute(
+        "INSERT INTO gas_topups (hash, chain_id, wallet, station, amount, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (tx_hash, chain_id, wallet, station, str(amount), now),
+    )
+
+
+def top_up_settled(tx: Transaction, tx_hash: str) -> None:
+    tx.execute("UPDATE gas_topups SET settled = 1 WHERE hash = ?", (tx_hash,))
+
+
+def top_up_refused(tx: Transaction, tx_hash: str) -> None:
+    tx.execute("DELETE FROM gas_topups WHERE hash = ? AND settled = 0", (tx_hash,))

@@ -42,12 +42,16 @@ from .base import (
 )
 from .presets import with_preset
 
-__all__ = ["BATCH_SIZE", "MintingRpcChain", "RpcChain"]
+__all__ = ["BATCH_SIZE", "CALLS_PER_REQUEST", "MintingRpcChain", "RpcChain"]
 
 #: Receipts asked for in one JSON-RPC batch request.
 BATCH_SIZE = 500
 #: Signed transactions sent in one batch request (nodes cap a batch: geth at 1,000 calls).
 SEND_BATCH = 100
+#: ``eth_call``s sent in one JSON-RPC batch request by `calls_at`: each may be a
+#: multicall of 100 balances (about 40 KB of hex), so a request stays near 400 KB, under
+#: the body limits of nodes (anvil refuses a 2 MB batch).
+CALLS_PER_REQUEST = 10
 _TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 
 
@@ -127,6 +131,17 @@ class RpcChain(Chain):
     def call(self, to: str, data: bytes) -> bytes:
         result = self._request("eth_call", [{"to": to.lower(), "data": _hex(data)}, "latest"])
         return bytes.fromhex(str(result).removeprefix("0x"))
+
+    def calls_at(self, calls: Sequence[tuple[str, bytes]], block: int) -> list[bytes]:
+        tag = hex(block)
+        out: list[bytes] = []
+        for start in range(0, len(calls), CALLS_PER_REQUEST):
+            chunk = calls[start : start + CALLS_PER_REQUEST]
+            results = self._batch(
+                [("eth_call", [{"to": to.lower(), "data": _hex(data)}, tag]) for to, data in chunk]
+            )
+            out.extend(bytes.fromhex(str(r).removeprefix("0x")) for r in results)
+        return out
 
     def receipts(self, hashes: Sequence[str]) -> list[Receipt | None]:
         checked = [check_hash(h) for h in hashes]
