@@ -167,6 +167,14 @@ def openapi(session: nox.Session) -> None:
 
 
 @nox.session
+def client(session: nox.Session) -> None:
+    """Rewrite treasury/client/_generated.py (the typed client's declared methods) from
+    the table of operations (tests/test_client_typed.py keeps it current)."""
+    session.install("-e", ".", "ruff")
+    session.run("python", "scripts/generate_client.py")
+
+
+@nox.session
 def contracts(session: nox.Session) -> None:
     """Rebuild treasury/contracts/artifacts.json from the Solidity sources."""
     session.run("npm", "ci", "--no-audit", "--no-fund", external=True)

@@ -335,3 +335,16 @@ def start_server(
                 process.kill()
                 raise RuntimeError(f"the {mode} server did not start") from None
             time.sleep(0.1)
+
+
+def track_wallets(t: Any, org_id: str, addresses: list[str]) -> None:
+    """Tracked wallets of `org_id` on treasury `t`, stored in one transaction (as
+    `wallets.track` stores each; the API's per-request cost is not what is measured)."""
+    now = t.now().isoformat()
+    with t.storage.transaction() as tx:
+        for number, address in enumerate(addresses, start=1):
+            tx.execute(
+                "INSERT INTO wallets (org_id, number, address, label, type, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, 'tracked', ?, ?)",
+                (org_id, number, address, f"Wallet {number}", now, now),
+            )

@@ -496,7 +496,10 @@ def run(node: AnvilNode, workdir: Path, args: argparse.Namespace) -> tuple[Balan
         config = deploy_contracts(node.url)
         wallet = random_address()
         tokens = deploy_tokens(rpc, wallet)
-        chain = RpcChain(ChainConfig.parse(CHAIN_ID, {**config, "tokens": tokens}), client=client)
+        chain = RpcChain(
+            ChainConfig.parse(CHAIN_ID, {**config, "tokens": tokens, "confirmations": 0}),
+            client=client,
+        )
         with Treasury.open(
             f"sqlite:///{workdir}/b.db", master_key=MASTER_KEY, chains={CHAIN_ID: chain}
         ) as t:

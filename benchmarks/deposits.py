@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 import httpx
-from _common import Rpc, machine, median, print_profile, random_address, table
+from _common import Rpc, machine, median, print_profile, random_address, table, track_wallets
 
 from treasury import Treasury
 from treasury.anvil import deploy_contracts, fund, start_anvil
@@ -62,7 +62,7 @@ def main() -> None:
             timeout=30.0,
             event_hooks={"request": [lambda _: requests.__setitem__("n", requests["n"] + 1)]},
         )
-        chain = RpcChain(ChainConfig.parse(CHAIN_ID, config), client=client)
+        chain = RpcChain(ChainConfig.parse(CHAIN_ID, {**config, "confirmations": 0}), client=client)
         t = Treasury.open(
             f"sqlite:///{Path(folder) / 'bench.db'}",
             chains={CHAIN_ID: chain},
@@ -74,7 +74,7 @@ def main() -> None:
         runtime = t._runtime
         watched = [random_address() for _ in range(args.wallets)]
         began = time.perf_counter()
-        _track(t, org.id, watched)
+        track_wallets(t, org.id, watched)
         print(f"{args.wallets:,} tracked wallets stored in {time.perf_counter() - began:.1f} s")
         detector.scan_chain(runtime, CHAIN_ID)  # the cursor starts at the head
         with t.storage.read() as tx:
@@ -101,7 +101,7 @@ def main() -> None:
                 tx.execute("DELETE FROM deposits")
                 tx.execute("DELETE FROM wallets WHERE org_id = ?", (org.id,))
                 tx.execute("UPDATE log_cursors SET next_block = ?", (first,))
-            _track(t, org.id, wallets)
+            track_wallets(t, org.id, wallets)
             requests["n"] = 0
             began = time.perf_counter()
             counts = detector.scan_chain(runtime, CHAIN_ID)
@@ -187,19 +187,6 @@ def main() -> None:
             " only reads; the detector also writes each deposit, its event and the cursor)"
         )
         t.close()
-
-
-def _track(t: Treasury, org_id: str, addresses: list[str]) -> None:
-    """Tracked wallets of `org_id`, stored in one transaction (as `wallets.track` stores
-    each; the API's per-request cost is not what this measures)."""
-    now = t.now().isoformat()
-    with t.storage.transaction() as tx:
-        for number, address in enumerate(addresses, start=1):
-            tx.execute(
-                "INSERT INTO wallets (org_id, number, address, label, type, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, 'tracked', ?, ?)",
-                (org_id, number, address, f"Wallet {number}", now, now),
-            )
 
 
 if __name__ == "__main__":

@@ -384,7 +384,7 @@ def bench_deposits(args: argparse.Namespace, workdir: Path) -> None:
         addresses = config["addresses"]
         transport = TimedTransport()
         client = stack.enter_context(httpx.Client(timeout=TIMEOUT, transport=transport))
-        chain = RpcChain(ChainConfig.parse(CHAIN_ID, config), client=client)
+        chain = RpcChain(ChainConfig.parse(CHAIN_ID, {**config, "confirmations": 0}), client=client)
         t = stack.enter_context(
             Treasury.open(
                 f"sqlite:///{workdir}/deposits.db", master_key=MASTER_KEY, chains={CHAIN_ID: chain}

@@ -1,12 +1,15 @@
 """A host Flask app that mounts treasury's API beside its own routes.
 
-    python examples/host_app.py        # http://127.0.0.1:5000/health and /treasury/v1/...
+    python examples/host_app.py            # http://127.0.0.1:8001/health and /treasury/v1/...
+    PORT=9001 python examples/host_app.py  # another port (5000 is often taken, e.g. on macOS)
 
 The host keeps its own routes and error pages; under the prefix every answer, errors
 included, is treasury's JSON. The background jobs run in a thread of the same process.
 """
 
 from __future__ import annotations
+
+import os
 
 from flask import Flask, jsonify
 
@@ -28,4 +31,6 @@ def create_host_app(treasury: Treasury) -> Flask:
 if __name__ == "__main__":
     t = Treasury.open("sqlite:///host.db")
     with t.run_in_background():  # what `treasury serve` runs: transfers, deliveries, ...
-        create_host_app(t).run(port=5000)
+        port = int(os.environ.get("PORT", "8001"))
+        print(f"host app on http://127.0.0.1:{port}/health, treasury under /treasury/v1")
+        create_host_app(t).run(host="127.0.0.1", port=port)

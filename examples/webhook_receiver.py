@@ -22,6 +22,10 @@ In production the URL is public and the setting stays off.
   so an event handled once is acknowledged again without handling it twice.
 * Answer 2xx quickly: anything else is retried (5 s, 5 min, 30 min, … 24 h); 410 tells
   treasury to stop sending to this URL.
+* Every payload carries ``sequence``, which grows in the order the changes were committed.
+  One object's events arrive in that order at first, but a retry may come after a later
+  event: `latest` keeps, per object, only the newest event applied, and an older one
+  changes nothing.
 """
 
 from __future__ import annotations
@@ -62,12 +66,48 @@ def create_receiver(
     return app
 
 
+def object_of(payload: dict[str, Any]) -> str:
+    """What an event is about: a transfer (its id), a deposit (its log), a transaction."""
+    data, kind = payload.get("data", {}), payload["type"].partition(".")[0]
+    if kind == "transfer":
+        return f"transfer {data.get('id')}"
+    if kind == "deposit":
+        return f"deposit {data.get('transactionHash')}#{data.get('logIndex')}"
+    return f"transaction {data.get('hash')}"
+
+
+def latest(handle: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    """`handle` called only for an event newer (by ``sequence``) than the last one applied
+    for its object; an older one (a late retry) is ignored. Keep this in your database."""
+    applied: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def newest_only(payload: dict[str, Any]) -> None:
+        key, number = object_of(payload), int(payload.get("sequence", 0))
+        with lock:
+            if applied.get(key, -1) >= number:
+                return
+            applied[key] = number
+        handle(payload)
+
+    return newest_only
+
+
+def describe(payload: dict[str, Any]) -> str:
+    """One line per event, whatever its family."""
+    data, kind = payload.get("data", {}), payload["type"].partition(".")[0]
+    if kind == "transfer":
+        sides = f"{data.get('from', {}).get('amount')} {data.get('from', {}).get('currency')}"
+        return f"transfer {data.get('id')} {data.get('status')} ({sides})"
+    if kind == "deposit":
+        return f"{data.get('amount')} {data.get('token')} to {data.get('address')}"
+    return f"{data.get('hash')} on chain {data.get('chainId')} ({data.get('status')})"
+
+
 if __name__ == "__main__":
 
     def show(payload: dict[str, Any]) -> None:
-        data = payload.get("data", {})
-        where = f"{data.get('hash')} on chain {data.get('chainId')} ({data.get('status')})"
-        print(f"{payload['type']}: {where}", flush=True)
+        print(f"{payload['type']}: {describe(payload)}", flush=True)
 
     port = int(os.environ.get("PORT", "9000"))
-    create_receiver(os.environ["WEBHOOK_SECRET"], show).run(host="127.0.0.1", port=port)
+    create_receiver(os.environ["WEBHOOK_SECRET"], latest(show)).run(host="127.0.0.1", port=port)

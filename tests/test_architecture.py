@@ -26,7 +26,14 @@ OWNED = {
     "admin": {"organizations", "api_keys"},
     "test_helpers": set(),
     "deposits": {"log_cursors", "deposits", "held_logs"},
-    "transfers": {"transfers", "transfer_legs", "leg_versions", "nonce_holes", "fiat_cursor"},
+    "transfers": {
+        "transfers",
+        "transfer_legs",
+        "leg_versions",
+        "nonce_holes",
+        "fiat_cursor",
+        "gas_topups",
+    },
     "virtual": {"virtual_accounts", "virtual_wallets"},
     "wallets": {"wallets"},
     "recipients": {"recipients"},
@@ -39,6 +46,14 @@ OWNED = {
     "policy": {"policies"},
     "audit": {"audit_events", "audit_heads"},
     "reorgs": set(),
+    "books": {
+        "journal",
+        "journal_groups",
+        "journal_balances",
+        "reconciliation_runs",
+        "reconciliation_breaks",
+        "reconciliation_pairs",
+    },
 }
 #: Every table the migrations create.
 TABLES = {

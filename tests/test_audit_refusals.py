@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from treasury import Treasury
+from treasury import Settings, Treasury
 from treasury.http import create_app
 from treasury.testing.server import serve
 
@@ -192,12 +192,12 @@ def event_of_id(base: str, admin_secret: str, request_id: str) -> dict[str, Any]
 
 def test_a_body_the_app_refuses_is_recorded_413(treasury: Treasury, base_url: str) -> None:
     """A server that reads bodies (werkzeug's here, gunicorn's in production): the app
-    stops at the limit (256 KiB by default) and records the 413."""
+    stops at the limit (`max_body_bytes`, 1 MiB by default) and records the 413."""
     tenant = make_tenant(treasury)
     admin = treasury.admin.create_api_key(tenant.org.id, user_id="auditor")
     answer = httpx.post(
         f"{base_url}/v1/recipients",
-        content=b'{"label": "' + b"x" * 300_000 + b'"}',
+        content=b'{"label": "' + b"x" * (Settings().max_body_bytes + 1) + b'"}',
         headers={"x-api-key": tenant.secret, "content-type": "application/json", **idem()},
     )
     assert answer.status_code == 413

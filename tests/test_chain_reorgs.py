@@ -12,10 +12,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import make_tenant, require_anvil
-from tests.helpers import events, swap
+from tests.conftest import MASTER_KEY, make_tenant, require_anvil
+from tests.helpers import events, py_policy, swap
 from treasury import Treasury
 from treasury.anvil import AnvilNode, deploy_contracts, fund, start_anvil
+from treasury.errors import ValidationError
 from treasury.evm.signing import unsigned
 
 CHAIN = 31337
@@ -99,7 +100,7 @@ def opened(
     """A treasury on the anvil node with these chain settings, an organization and a
     managed wallet holding 100 USDC and 1 ETH."""
     spec = {"url": node.url, "addresses": deployed["addresses"], **settings}
-    t = Treasury.open(storage_url, chains={CHAIN: spec})
+    t = Treasury.open(storage_url, chains={CHAIN: spec}, master_key=MASTER_KEY)
     try:
         yield Env(node, deployed, t)
     finally:
@@ -263,3 +264,63 @@ def test_a_wallet_that_lost_its_eth_waits_for_gas_then_completes(env: Env) -> No
     env.t.run_once()
     shown = env.org.transfers.get(transfer.id)
     assert shown.status == "completed" and shown.waiting_reason is None
+
+
+def station_for(env: Env, eth: str = "2") -> str:
+    """A second managed wallet of the organization, holding `eth`, made its gas station."""
+    station = env.org.wallets.create(label="Gas", idempotency_key="gas")
+    fund(env.node.url, env.deployed, station.address, "ETH", eth)
+    env.org.policy.put(**py_policy(gas_station=station.id))
+    return station.address
+
+
+def top_ups(env: Env, station: str) -> list[Any]:
+    return [x for x in env.org.transactions.list(CHAIN, wallet=station).data if x.type == "gas"]
+
+
+def test_with_a_gas_station_a_wallet_that_lost_its_eth_is_topped_up_once_and_completes(
+    env: Env,
+) -> None:
+    station = station_for(env)
+    env.rpc("evm_setAutomine", False)
+    transfer = env.deposit("1", "gs")
+    env.rpc("anvil_setBalance", env.wallet, "0x0")
+    env.mine(1)
+    env.rpc("evm_setAutomine", True)
+    for _ in range(3):  # no outside help: passes and blocks only
+        env.t.run_once()
+        env.mine(1)
+    env.mine(3)
+    env.t.run_once()
+    shown = env.org.transfers.get(transfer.id)
+    assert shown.status == "completed" and shown.waiting_reason is None
+    (topped,) = top_ups(env, station)
+    assert topped.status == "confirmed"
+    assert int(env.rpc("eth_getBalance", env.wallet, "latest"), 16) > 0
+
+
+def test_with_a_gas_station_a_wallet_without_eth_is_accepted_and_waits_for_its_top_up(
+    env: Env,
+) -> None:
+    station = station_for(env)
+    env.rpc("anvil_setBalance", env.wallet, "0x0")
+    transfer = env.deposit("2", "g0")
+    assert transfer.status == "pending" and transfer.waiting_reason == "insufficient gas"
+    assert transfer.transaction_hash is None  # nothing sent before the top-up
+    for _ in range(3):
+        env.t.run_once()
+        env.mine(1)
+    env.mine(3)
+    env.t.run_once()
+    shown = env.org.transfers.get(transfer.id)
+    assert shown.status == "completed" and shown.waiting_reason is None
+    assert len(top_ups(env, station)) == 1
+    statuses = [e["status"] for _, e in events(env.t, "transfer.") if e["id"] == transfer.id]
+    assert statuses == ["pending", "submitted", "completed"]
+
+
+def test_without_a_gas_station_a_wallet_without_eth_is_refused(env: Env) -> None:
+    env.rpc("anvil_setBalance", env.wallet, "0x0")
+    with pytest.raises(ValidationError, match="not enough ETH for gas"):
+        env.deposit("2", "nog")
+    assert env.org.transfers.list().count == 0

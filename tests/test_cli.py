@@ -409,3 +409,75 @@ def test_orgs_onboard_starts_the_fiat_onboarding(cwd: Path) -> None:
     assert shown == {"status": "approved", "url": None}  # the sandbox approves at once
     assert "Onboarding approved" in run("orgs", "onboard", created["id"]).stdout
     run("orgs", "onboard", "no-such-org", code=1)
+
+
+@sqlite_only  # the devnet's chain lives beside the SQLite file, for the next command to read
+def test_reconcile_and_statement(cwd: Path) -> None:
+    t = open_db()
+    org = t.admin.create_organization("Books")
+    wallet = t.for_organization(org.id).wallets.create(label="Ops").address
+    t.run_once()  # the deposit detector starts: the books start with it
+    t.chain(31337).faucet(wallet, "USDC", "12.5")
+    t.run_once()
+    t.close()
+
+    tied = run_json("reconcile", org.id)
+    assert tied["run"]["tiedOut"] is True and tied["run"]["pairs"] == 3 and tied["open"] == []
+    assert "tied out (3 of 3 pairs" in run("reconcile", org.id).stdout
+    shown = run_json("statement", org.id, wallet, "USDC")
+    assert (shown["opening"], shown["closing"]) == ("0", "12.5")
+    assert [e["kind"] for e in shown["entries"]] == ["deposit"]
+    lines = run("statement", org.id, wallet, "USDC", "--csv").stdout.splitlines()
+    assert lines[0] == "at,kind,amount,balance,transferId,depositId,transactionHash"
+    assert [line.split(",")[1:4] for line in lines[1:]] == [
+        ["opening", "", "0"],
+        ["deposit", "12.5", "12.5"],
+        ["closing", "", "12.5"],
+    ]
+    assert "closing 12.5" in run("statement", org.id, wallet, "USDC").stdout
+    run("statement", org.id, wallet, "USDC", "--from", "tomorrow", code=1)
+
+    t = open_db()  # a break the books cannot explain: the command says so, and exits 1
+    from treasury._records import breaks
+
+    with t.storage.transaction() as tx:
+        breaks.report(
+            tx,
+            org_id=org.id,
+            kind="unexplained_outflow",
+            chain_id=31337,
+            wallet="0x" + "ab" * 20,
+            token="USDC",
+            decimals=6,
+            expected=5_000_000,
+            actual=0,
+            difference=-5_000_000,
+            block_number=1,
+            evidence=[],
+            now=t.now().isoformat(),
+        )
+    t.close()
+    failing = run("reconcile", org.id, "--json", code=1)
+    assert json.loads(failing.stdout)["open"][0]["difference"] == "-5"
+    assert "unexplained_outflow" in run("reconcile", org.id, code=1).stdout
+
+
+def test_orgs_onboard_without_an_email_fails_naming_email(
+    cwd: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a provider whose KYB link needs the business's contact email (the `http`
+    plugin against the fake provider), `orgs onboard` without --email exits non-zero
+    and says to pass --email; with it, the onboarding starts and shows its link."""
+    from treasury.testing.fake_provider import fake_provider
+
+    with fake_provider() as fake:
+        monkeypatch.setenv("TREASURY_FIAT", fake.url)
+        monkeypatch.setenv("TREASURY_FIAT_API_KEY", fake.api_key)
+        created = run_json("orgs", "create", "Initech")
+        refused = run("orgs", "onboard", created["id"], code=1)
+        assert "--email" in refused.stderr and "email" in refused.stderr
+        body = json.loads(run("orgs", "onboard", created["id"], "--json", code=1).stderr)
+        assert "--email" in body["error"] and body["details"]["fields"][0]["field"] == "email"
+        assert not fake.kyc_links
+        shown = run_json("orgs", "onboard", created["id"], "--email", "ops@initech.example")
+        assert shown["url"].startswith("https://") and len(fake.kyc_links) == 1

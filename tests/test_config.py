@@ -91,7 +91,7 @@ def test_settings_are_frozen_and_merged_returns_a_checked_copy() -> None:
     with pytest.raises(ValueError):
         settings.merged({"max_body_bytes": "lots"})
     copy = settings.merged({"max_body_bytes": "65536"})
-    assert copy.max_body_bytes == 65536 and settings.max_body_bytes == 256 * 1024
+    assert copy.max_body_bytes == 65536 and settings.max_body_bytes == 1024 * 1024
     with pytest.raises(ValueError):
         settings.storage = "sqlite:///other.db"  # type: ignore[misc]
 

@@ -343,6 +343,7 @@ def test_a_reorg_reverses_an_announced_deposit_once_and_the_same_log_is_the_same
     assert len(rows) == 1 and rows[0]["reversed_at"] is None  # the same deposit
     assert rows[0]["block_number"] == again["blockNumber"]
     delivered = [verify_standard(hook.secret, r) for r in rx.got]  # what the receiver got
+    delivered.sort(key=lambda p: p["sequence"])  # in order per object; by sequence overall
     assert [(p["type"], p["data"]) for p in delivered] == got
 
 

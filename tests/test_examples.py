@@ -8,6 +8,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from treasury import Treasury
 from treasury.testing.server import serve
 
 from .conftest import MASTER_KEY, make_tenant
+from .processes import clean_env, free_port, stop
 from .test_webhook_delivery import event
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -111,3 +113,50 @@ def test_the_walkthrough_notebook_runs_as_a_script(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "completed" in done.stdout and "apy" in done.stdout
+
+
+def test_the_webhook_receiver_shows_every_family_and_ignores_an_older_event():
+    """The example prints what each event is about (not "None" for a transfer or a
+    deposit) and applies, per object, only an event newer than the last one applied."""
+    receiver = load("webhook_receiver")
+    transfer = {"id": "t1", "status": "completed", "from": {"amount": "5", "currency": "usdc"}}
+    deposit = {"address": "0xabc", "token": "USDC", "amount": "2.5", "transactionHash": "0x1",
+               "logIndex": 0}  # fmt: skip
+    shown = receiver.describe({"type": "transfer.completed", "data": transfer})
+    assert "None" not in shown and "t1 completed" in shown and "5 usdc" in shown
+    shown = receiver.describe({"type": "deposit.received", "data": deposit})
+    assert shown == "2.5 USDC to 0xabc"
+    applied: list[str] = []
+    handle = receiver.latest(lambda payload: applied.append(payload["type"]))
+    for kind, number in (("transfer.completed", 3), ("transfer.submitted", 2)):
+        handle({"type": kind, "sequence": number, "data": {**transfer, "status": kind}})
+    handle({"type": "transfer.created", "sequence": 1, "data": {**transfer, "id": "t2"}})
+    assert applied == ["transfer.completed", "transfer.created"]  # the late retry ignored
+
+
+def test_the_host_app_runs_as_its_docstring_says_on_the_port_given(tmp_path):
+    """`PORT=… python examples/host_app.py`: the host's route and treasury's API answer
+    on that port (not a hard-coded 5000)."""
+
+    port = free_port()
+    env = clean_env(
+        {"PORT": str(port), "TREASURY_MASTER_KEY": MASTER_KEY, "PYTHONPATH": str(EXAMPLES.parent)}
+    )
+    process = subprocess.Popen(
+        [sys.executable, str(EXAMPLES / "host_app.py")], cwd=tmp_path, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=5)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+        assert health.json() == {"ok": True}
+        api = httpx.get(f"http://127.0.0.1:{port}/treasury/v1/yield/artifacts", timeout=5)
+        assert api.status_code == 200 and api.json()["count"] == 0
+    finally:
+        stop(process)

@@ -15,7 +15,7 @@ from treasury import Treasury
 from treasury.backends.chain.devnet import DevnetChain
 from treasury.backends.fiat.base import FAILED_STATES, OnRamp
 from treasury.backends.fiat.http import HttpFiat
-from treasury.errors import OnboardingIncomplete, UpstreamError
+from treasury.errors import OnboardingIncomplete, UpstreamError, ValidationError
 from treasury.evm.abi import BALANCE_OF
 from treasury.http import create_app
 from treasury.testing.fake_provider import FakeProvider, fake_provider, onboard
@@ -86,15 +86,32 @@ def approved(env: Env) -> str:
 def test_fiat_operations_answer_409_with_the_link_until_approved_then_complete(env: Env) -> None:
     org, admin = env.tenant.org, env.t.admin
     assert admin.onboarding(org.id).model_dump() == {"status": "not_started", "url": None}
-    # not started, and no contact email to start it with: 409, no link yet
+    # not started, and no contact email to start it with: 409, no link yet, and the next step
     r = env.api.post("/v1/bank-accounts", json=BANK_ACCOUNT, headers={"Idempotency-Key": "b"})
     assert r.status_code == 409, r.text
-    assert r.json() == {"error": NOT_COMPLETE, "details": {"status": "not_started", "url": None}}
+    details = r.json()["details"]
+    assert r.json()["error"] == NOT_COMPLETE and details["status"] == "not_started"
+    assert details["url"] is None
+    assert f"treasury orgs onboard {org.id} --email" in details["next"]
+    assert "start_onboarding(" in details["next"] and "email=" in details["next"]
+    # asked to start without an email: a 400 naming `email`, never a silent not_started
+    with pytest.raises(ValidationError) as refused_start:
+        admin.start_onboarding(org.id)
+    assert refused_start.value.status == 400
+    assert [f["field"] for f in refused_start.value.details["fields"]] == ["email"]
+    assert not env.fake.kyc_links
     started = admin.start_onboarding(org.id, email="ops@acme.example")
     assert started.status == "not_started" and (started.url or "").startswith("https://")
     assert admin.start_onboarding(org.id).model_dump() == started.model_dump()  # once
     assert len(env.fake.kyc_links) == 1
-    expected = {"error": NOT_COMPLETE, "details": started.model_dump()}
+    next_step = f"complete the provider's KYB at {started.url}"
+    expected = {
+        "error": NOT_COMPLETE,
+        "details": {
+            **started.model_dump(),
+            "next": f"{next_step}; fiat operations work once it is approved",
+        },
+    }
     wallet = org.wallets.create(label="Ops").address
     refused = [
         env.api.post("/v1/bank-accounts", json=BANK_ACCOUNT, headers={"Idempotency-Key": "b"}),
@@ -113,7 +130,7 @@ def test_fiat_operations_answer_409_with_the_link_until_approved_then_complete(e
     assert [(r.status_code, r.json()) for r in refused] == [(409, expected)] * 4
     with pytest.raises(OnboardingIncomplete) as caught:
         org.virtual_account.get()
-    assert caught.value.details == started.model_dump()
+    assert caught.value.details == expected["details"]
     assert not env.fake.accounts and not env.fake.transfers and not env.fake.wallets
 
     customer = next(iter(env.fake.customers))

@@ -33,7 +33,7 @@ def test_wrong_method_is_405_with_allow(client):
 def test_oversized_body_is_413_and_nothing_written(client):
     r = client.post(
         "/v1/recipients",
-        content=b'{"label": "' + b"x" * 300_000 + b'"}',
+        content=b'{"label": "' + b"x" * 1_100_000 + b'"}',  # above max_body_bytes (1 MiB)
         headers={"content-type": "application/json", "Idempotency-Key": "big"},
     )
     assert_error_body(r, 413)
@@ -42,7 +42,7 @@ def test_oversized_body_is_413_and_nothing_written(client):
 
 def test_oversized_chunked_body_is_413(client):
     def chunks():
-        for _ in range(300):
+        for _ in range(1100):  # 1,100 KiB: above max_body_bytes (1 MiB)
             yield b"x" * 1024
 
     r = client.post("/v1/webhooks", content=chunks(), headers={"content-type": "application/json"})

@@ -10,6 +10,7 @@ from treasury.backends.chain.minting import MintingChain
 from treasury.backends.chain.rpc import MintingRpcChain, RpcChain
 from treasury.backends.fiat.base import FiatContext, FiatProvider, SimulatedProvider
 from treasury.backends.fiat.sandbox import SandboxFiat
+from treasury.backends.storage.base import Storage
 
 
 def test_the_chain_interface_knows_nothing_of_minting_or_yield() -> None:
@@ -22,9 +23,11 @@ def test_the_chain_interface_is_the_json_rpc_primitives() -> None:
     assert Chain.__abstractmethods__ == {
         "from_config",
         "call",
+        "calls_at",
         "receipts",
         "logs",
         "head",
+        "blocks",
         "send_raw_transaction",
         "pending_nonce",
         "mined_nonce",
@@ -50,5 +53,7 @@ def test_fiat_reads_and_steps_are_apart() -> None:
     """Stepping time is the simulated provider's own interface, not the provider's."""
     assert not hasattr(FiatProvider, "advance")
     assert isinstance(SandboxFiat(), SimulatedProvider)
-    hints = typing.get_type_hints(FiatContext)
+    # the interface names Chain and Storage for type checkers only (the typed client,
+    # which reads its models, loads no storage)
+    hints = typing.get_type_hints(FiatContext, localns={"Chain": Chain, "Storage": Storage})
     assert typing.get_args(hints["chain"]) == ([int], Chain)

@@ -198,7 +198,7 @@ def test_a_declared_body_above_the_limit_is_413_before_a_byte_of_it_is_read(fres
         head, _, body = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 413 "), answer[:300]
         assert b"Content-Type: application/json" in head
-        assert json.loads(body) == {"error": "Request body exceeds 262144 bytes"}
+        assert json.loads(body) == {"error": "Request body exceeds 1048576 bytes"}
         assert server.alive()
 
 

@@ -3,10 +3,14 @@
 >>> from treasury import Treasury
 >>> t = Treasury.open("sqlite:///:memory:")
 >>> org = t.admin.create_organization("Acme")
+
+`Treasury`, `OrganizationHandle` and `RunSummary` are imported on first use, so that
+``import treasury.client`` (models and errors only) does not load the core.
 """
 
-from ._infra.jobs import RunSummary
-from ._treasury import OrganizationHandle, Treasury
+import importlib as _importlib
+import typing as _typing
+
 from .config import Settings
 from .errors import (
     AuthenticationError,
@@ -19,6 +23,10 @@ from .errors import (
     UpstreamError,
     ValidationError,
 )
+
+if _typing.TYPE_CHECKING:
+    from ._infra.jobs import RunSummary
+    from ._treasury import OrganizationHandle, Treasury
 
 __version__ = "0.1.0"
 
@@ -37,3 +45,19 @@ __all__ = [
     "UpstreamError",
     "ValidationError",
 ]
+
+#: The names imported on first use, and the module each comes from.
+_LAZY = {"Treasury": "._treasury", "OrganizationHandle": "._treasury", "RunSummary": "._infra.jobs"}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -27,6 +27,7 @@ from ._infra.jobs import BackgroundWorker, Job, RunSummary, run_pass
 from ._infra.ratelimit import Quota, RateLimiter
 from ._infra.runtime import Runtime, Scope
 from ._infra.schema import migrate
+from ._records import journal_history
 from .admin import Admin
 from .admin.scopes import DEFAULT, grants
 from .audit import AuditEvents, BrokenLink, checkpoints, verify_chains
@@ -36,6 +37,7 @@ from .backends.storage.base import Storage
 from .balances import Balances
 from .bank_accounts import BankAccounts
 from .bank_accounts.operations import finish_registrations
+from .books import Ledger, ReconciliationGroup, Statements, reconcile_books
 from .config import Settings
 from .deposits import detect_deposits
 from .errors import AuthenticationError, Forbidden, RateLimited
@@ -50,6 +52,7 @@ from .transactions.indexer import index_transactions
 from .transfers import Transfers
 from .transfers.approvals import expire_approvals, start_approved_transfers
 from .transfers.jobs import advance_transfers, finish_transfers, heal_nonce_holes
+from .transfers.runs import start_queued_transfers
 from .transfers.sweep import sweep_virtual_wallets
 from .virtual import VirtualAccountGroup, VirtualWalletGroup
 from .wallets import Wallets
@@ -70,11 +73,13 @@ JOBS: tuple[Job, ...] = (
     Job("finish_transfers", finish_transfers),
     Job("expire_transfer_approvals", expire_approvals),
     Job("start_approved_transfers", start_approved_transfers),
+    Job("start_queued_transfers", start_queued_transfers),
     Job("index_transactions", index_transactions),
     Job("check_blocks", check_blocks),
     Job("advance_transfers", advance_transfers),
     Job("heal_nonce_holes", heal_nonce_holes),
     Job("detect_deposits", detect_deposits),
+    Job("reconcile", reconcile_books),
     Job("sweep_virtual_wallets", sweep_virtual_wallets),
     Job("snapshot_yields", snapshot_yields),
     Job("publish_yield_periods", publish_yield_periods),
@@ -206,6 +211,9 @@ class OrganizationHandle:
     test_helpers = _Group(TestHelpers)
     policy = _Group(Policies)
     audit_events = _Group(AuditEvents)
+    ledger = _Group(Ledger)
+    statements = _Group(Statements)
+    reconciliation = _Group(ReconciliationGroup)
 
     def __init__(
         self,
@@ -373,13 +381,22 @@ class Treasury:
             allow_private_webhook_urls=settings.allow_private_webhook_urls,
             sweep_minimum=settings.sweep_minimum,
             snapshot_interval=settings.snapshot_interval,
+            reconcile_interval=settings.reconcile_interval,
             deposit_confirmations=settings.deposit_confirmations,
+            max_in_flight=settings.max_in_flight,
         )
         runtime.fiat.bind(
             FiatContext(runtime.chains.get, store, secrets.derive("encrypt:fiat-plugin"))
         )
         keyed = audit.audit_key(secrets)
-        migrate(store, now=runtime.now_text(), steps={20: lambda tx: audit.rekey(tx, keyed)})
+        migrate(
+            store,
+            now=runtime.now_text(),
+            steps={
+                20: lambda tx: audit.rekey(tx, keyed),
+                22: lambda tx: journal_history.post_history(tx, runtime),
+            },
+        )
         treasury = cls(runtime, settings)
         if not isinstance(storage, Storage):
             treasury._shown = plugins.redacted(settings.storage)

@@ -47,11 +47,13 @@ class Settings(BaseSettings):
     rate_limit: str = "100/60 seconds"  # per API key
     anonymous_rate_limit: str = "100/60 seconds"  # per client address, without a valid key
     rate_limit_storage: str = "memory://"
-    max_body_bytes: int = 256 * 1024
+    max_body_bytes: int = 1024 * 1024  # a payout run of 1,000 transfers fits
     send_timeout_s: float = 30.0  # a client that reads nothing of its answer this long is dropped
     sweep_minimum: str = "1.00"  # virtual wallets sweep USDC/USDT above this into c0
     snapshot_interval: int = 3600  # seconds between snapshots of holders' c0 (yield)
+    reconcile_interval: int = 600  # seconds between reconciliation runs of a chain (books)
     deposit_confirmations: int | None = None  # None: each chain's (`Chain.confirmations`)
+    max_in_flight: Annotated[int, Field(ge=1)] = 64  # signed legs in flight per wallet
 
     @classmethod
     def settings_customise_sources(

@@ -178,19 +178,37 @@ class IdempotencyInFlight(Conflict):
 class OnboardingIncomplete(Conflict):
     """A fiat operation of an organization whose provider customer is not approved yet
     (DESIGN §3 "Real backends"): ``details`` carries the provider's ``status`` and the
-    hosted ``url`` where the business completes its KYB (None until there is one)."""
+    hosted ``url`` where the business completes its KYB (None until there is one), and
+    ``next``: what to do next (start the onboarding with the contact email, or complete
+    the KYB at ``url``)."""
 
     default_message = "fiat onboarding is not complete"
     transient = True
 
-    def __init__(self, status: str, url: str | None, message: str | None = None):
-        super().__init__(message, {"status": status, "url": url})
-        self.onboarding_status, self.url = status, url
+    def __init__(
+        self,
+        status: str,
+        url: str | None,
+        message: str | None = None,
+        *,
+        next_step: str | None = None,
+    ):
+        details: dict[str, Any] = {"status": status, "url": url}
+        if next_step is not None:
+            details["next"] = next_step
+        super().__init__(message, details)
+        self.onboarding_status, self.url, self.next_step = status, url, next_step
 
     @classmethod
     def rebuild(cls, message: str | None, details: dict[str, Any] | None) -> TreasuryError:
         found = details or {}
-        return cls(str(found.get("status", "")), found.get("url"), message)
+        step = found.get("next")
+        return cls(
+            str(found.get("status", "")),
+            found.get("url"),
+            message,
+            next_step=None if step is None else str(step),
+        )
 
 
 class PayloadTooLarge(TreasuryError):

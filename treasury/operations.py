@@ -54,6 +54,26 @@ from .admin.scopes import ApiScope
 from .audit import AuditEvent, AuditEvents
 from .balances import Balances, TokenBalance
 from .bank_accounts import BankAccount, BankAccountRow, BankAccounts, CreateBankAccount
+from .bank_accounts.models import BankAccountRef, UpdateBankAccount
+from .books import (
+    Break,
+    Ledger,
+    LedgerBalances,
+    Reconciliation,
+    ReconciliationGroup,
+    ReconciliationRun,
+    Statement,
+    Statements,
+)
+from .books.models import (
+    STATEMENT_CSV,
+    BreaksQuery,
+    LedgerQuery,
+    ResolveBreak,
+    RunReconciliation,
+    StatementLine,
+    StatementQuery,
+)
 from .errors import ValidationError
 from .policy import Policies, Policy, SetPolicy
 from .recipients import CreateRecipient, Recipient, Recipients, UpdateRecipient
@@ -62,7 +82,7 @@ from .test_helpers import Faucet, Funded, TestHelpers
 from .transactions import Recorded, RecordTransaction, Transaction, Transactions
 from .transactions.models import TransactionsQuery
 from .transfers import CreateTransfer, Transfer, Transfers
-from .transfers.models import EXPORT, ExportQuery
+from .transfers.models import EXPORT, CreateTransferBatch, ExportQuery, TransferBatch
 from .virtual import VirtualAccount, VirtualAccountGroup, VirtualWallet, VirtualWalletGroup
 from .wallets import (
     CreateWallet,
@@ -126,6 +146,12 @@ class Handle(Protocol):
     def test_helpers(self) -> TestHelpers: ...
     @property
     def policy(self) -> Policies: ...
+    @property
+    def ledger(self) -> Ledger: ...
+    @property
+    def statements(self) -> Statements: ...
+    @property
+    def reconciliation(self) -> ReconciliationGroup: ...
     def require_chain(self, chain_id: int) -> None: ...
 
 
@@ -199,6 +225,9 @@ class Operation(Generic[R]):
     selected_by: str | None = None
     #: An answer written as CSV (``text/csv``): the items of `chunks`, one row each.
     csv: CsvTable[Any] | None = None
+    #: The media type of the ``Accept`` header that selects this operation over the one
+    #: of the same method and path without it (``"text/csv"``: the same resource as CSV).
+    accept: str | None = None
     summary: str = ""
     #: The scope an API key needs for it; None in a row: DESIGN's rule (`scope_by_rule`).
     #: A public operation needs none.
@@ -376,11 +405,21 @@ def routes() -> list[list[Operation[Any]]]:
     return list(grouped.values())
 
 
-def selected(operations: Sequence[Operation[Any]], query: Mapping[str, Any]) -> Operation[Any]:
-    """Of the operations of one method and path, the one that `query` selects: the first
-    whose `selected_by` parameter it holds, else the one without `selected_by`."""
-    default = next(op for op in operations if op.selected_by is None)
-    return next((op for op in operations if op.selected_by in query), default)
+def selected(
+    operations: Sequence[Operation[Any]],
+    query: Mapping[str, Any],
+    accepts: Callable[[str], bool] = lambda media_type: False,
+) -> Operation[Any]:
+    """Of the operations of one method and path, the one that `query` selects (the first
+    whose `selected_by` parameter it holds) or the request's ``Accept`` header prefers
+    (`accepts(media_type)`: whether it prefers that type to JSON), else the one selected
+    by neither."""
+    default = next(op for op in operations if op.selected_by is None and op.accept is None)
+    chosen = next((op for op in operations if op.selected_by in query), None)
+    chosen = chosen or next(
+        (op for op in operations if op.accept is not None and accepts(op.accept)), None
+    )
+    return chosen or default
 
 
 def _parsed(
@@ -409,6 +448,12 @@ OPERATIONS: tuple[Operation[Any], ...] = (
         "transfers.create", "POST", "/transfers", Transfer, lambda org: org.transfers.create,
         status=201, body=CreateTransfer, idempotency="required",
         summary="Move value between a bank, wallets and c0",
+    ),
+    Operation(
+        "transfers.create_batch", "POST", "/transfers/batch", TransferBatch,
+        lambda org: org.transfers.create_batch, body=CreateTransferBatch,
+        idempotency="required",
+        summary="A payout run: up to 1,000 transfers, each judged as POST /transfers (200, per item)",
     ),
     Operation(
         "transfers.list", "GET", "/transfers", Page[Transfer], lambda org: org.transfers.list,
@@ -510,6 +555,13 @@ OPERATIONS: tuple[Operation[Any], ...] = (
         lambda org: org.bank_accounts.list, summary="List bank accounts",
     ),
     Operation(
+        "bank_accounts.update", "PUT", "/bank-accounts/{id}", BankAccount,
+        lambda org: org.bank_accounts.update, body=UpdateBankAccount,
+        path_params=(PathParam("id", BankAccountRef),), idempotency="optional",
+        summary="Replace a bank account's details (a new account at the provider, the old"
+        " one deactivated there)",
+    ),
+    Operation(
         "webhooks.create", "POST", "/webhooks", CreatedWebhook, lambda org: org.webhooks.create,
         status=201, body=CreateWebhook, idempotency="optional",
         summary="Register a webhook (its secret is shown once)",
@@ -594,6 +646,41 @@ OPERATIONS: tuple[Operation[Any], ...] = (
         "audit_events.list", "GET", "/audit-events", Page[AuditEvent],
         lambda org: org.audit_events.list, query=PageQuery,
         summary="The organization's audit log, newest first",
+    ),
+    Operation(
+        "ledger.balances", "GET", "/wallets/{address}/ledger-balances", LedgerBalances,
+        lambda org: org.ledger.balances, query=LedgerQuery, path_params=(ADDRESS,),
+        summary="A wallet's balances from the journal at a time: posted, pending, available",
+    ),
+    Operation(
+        "statements.get", "GET", "/statements", Statement, lambda org: org.statements.get,
+        query=StatementQuery,
+        summary="A wallet's entries in one token between two times, with opening and closing",
+    ),
+    Operation(
+        "statements.csv", "GET", "/statements", ListOf[StatementLine],
+        lambda org: org.statements.csv, query=StatementQuery,
+        chunks=lambda org: org.statements.csv_chunks, csv=STATEMENT_CSV, accept="text/csv",
+        summary="The statement as CSV (Accept: text/csv): opening, entries, closing",
+    ),
+    Operation(
+        "reconciliation.run", "POST", "/reconciliation/runs", ReconciliationRun,
+        lambda org: org.reconciliation.run, status=201, body=RunReconciliation,
+        summary="Reconcile the books with the chain now, at one height",
+    ),
+    Operation(
+        "reconciliation.get", "GET", "/reconciliation", Reconciliation,
+        lambda org: org.reconciliation.get, summary="The last reconciliation run and the open breaks",
+    ),
+    Operation(
+        "reconciliation.breaks", "GET", "/reconciliation/breaks", Page[Break],
+        lambda org: org.reconciliation.breaks, query=BreaksQuery,
+        summary="Reconciliation breaks, newest first",
+    ),
+    Operation(
+        "reconciliation.resolve", "POST", "/reconciliation/breaks/{id}/resolve", Break,
+        lambda org: org.reconciliation.resolve, body=ResolveBreak, path_params=(ROW_ID,),
+        summary="Accept a break's difference: a correction booked to external, who and why kept",
     ),
     Operation(
         "test_helpers.faucet", "POST", "/test-helpers/{chainId}/faucet", Funded,

@@ -24,16 +24,22 @@ Two shapes:
   say so (`Upstream.keep`): once any attempt's outcome was unknown, no later failure of
   any kind abandons the rows or frees the key; only evidence (a receipt, the provider's
   answer) resolves them.
+* `run_composite` — an operation made of several others, each under a key of its own (a
+  batch of transfers: ``"{key}:{index}"``). Its key is held (state ``held``) while it
+  runs, under a lease it renews; a second request meanwhile gets 409, and a hold whose
+  lease passed (its request died) is taken over. A final answer is stored under the key
+  and replayed whole; one that is not (a part still in flight, an upstream failure) frees
+  the key, so the same request sent again answers each part afresh from its own key.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -48,7 +54,7 @@ from ..errors import (
 from . import audit
 from .clock import to_text
 from .jobs import Report
-from .models import Replayable
+from .models import Replayable, SealedAtRest
 from .runtime import Runtime, Scope
 
 KEY_TTL = timedelta(hours=24)
@@ -116,7 +122,7 @@ def run(
             result = write(tx)
             audit.record(tx, result)
         return result
-    hold = _KeyHold(scope, check_key(key), fingerprint(operation, request, path))
+    hold = KeyHold(scope, check_key(key), fingerprint(operation, request, path))
     if look_first and hold.held(storage):
         return hold.replay(storage, result_type)
     try:
@@ -176,7 +182,7 @@ def run_in_two_phases(
     hold = (
         None
         if key is None
-        else _KeyHold(scope, check_key(key), fingerprint(operation, request, path))
+        else KeyHold(scope, check_key(key), fingerprint(operation, request, path))
     )
     try:
         if hold is not None and hold.held(storage):
@@ -220,6 +226,51 @@ def finish(runtime: Runtime, org_id: str, ref: str, steps: Upstream[S, R]) -> R:
     return result
 
 
+def finish_many(
+    runtime: Runtime,
+    claims: Sequence[tuple[str, str, Upstream[Any, R]]],
+    after_each: Callable[[], None] | None = None,
+) -> list[R | TreasuryError]:
+    """`finish` for several claims, each ``(org_id, ref, steps)``: each performed in turn,
+    outside any transaction (`after_each` called after each one), then every outcome
+    recorded in one transaction, each in a savepoint of its own; a failed perform is kept
+    or abandoned as `finish` does. The result of each, or the error it raised, in order.
+    Unlike `finish`, no audited call is recorded: the caller records its own."""
+    storage = runtime.storage
+    performed: list[tuple[bool, Any]] = []
+    for _, ref, steps in claims:
+        try:
+            performed.append((True, steps.perform(ref)))
+        except TreasuryError as error:
+            performed.append((False, error))
+        if after_each is not None:
+            after_each()
+    results: list[R | TreasuryError] = []
+    with storage.transaction():
+        for (org_id, ref, steps), (ok, value) in zip(claims, performed, strict=True):
+            try:
+                with storage.transaction() as part:  # a savepoint
+                    if ok:
+                        result = steps.record(part, ref, value)
+                        body, outcome = _kept(runtime, result.model_dump_json(), _secret(result))
+                        part.execute(
+                            "UPDATE idempotency_keys SET state = 'done', body = ?, outcome = ?"
+                            " WHERE org_id = ? AND resource = ? AND state = 'in_flight'",
+                            (body, outcome, org_id, ref),
+                        )
+                        results.append(result)
+                        continue
+                    failed: TreasuryError = value
+                    ambiguous = isinstance(failed, UpstreamError) and failed.ambiguous
+                    if not steps.keep(part, ref, ambiguous):
+                        steps.abandon(part, ref)
+                        _settle(runtime, part, org_id, ref, failed if stored(failed) else None)
+                    results.append(failed)
+            except TreasuryError as error:  # its record refused (abandoned meanwhile)
+                results.append(error)
+    return results
+
+
 def _settle(
     runtime: Runtime, tx: Transaction, org_id: str, ref: str, error: TreasuryError | None
 ) -> None:
@@ -237,16 +288,81 @@ def _settle(
     )
 
 
+# -- a composite operation ----------------------------------------------------------------
+
+
+#: The state of a key that a composite operation holds while it runs: in flight until its
+#: lease (its ``expires_at``) passes, then free to be taken over (its request died).
+HELD = "held"
+
+
+class Hold:
+    """A composite operation's hold on its key while it runs (`run_composite`)."""
+
+    def __init__(self, runtime: Runtime, key: KeyHold | None) -> None:
+        self._runtime, self._key = runtime, key
+        self._renewed = runtime.now()
+
+    def renew(self) -> None:
+        """Move the hold's lease on, when a third of it has passed (call often: at least
+        once per third of `LEASE` while running)."""
+        key, now = self._key, self._runtime.now()
+        if key is None or now - self._renewed < LEASE / 3:
+            return
+        self._renewed = now
+        with self._runtime.storage.transaction() as tx:
+            tx.execute(
+                "UPDATE idempotency_keys SET expires_at = ? WHERE org_id = ? AND key = ?"
+                " AND state = ? AND fingerprint = ?",
+                (to_text(self._runtime.now() + LEASE), key.org_id, key.key, HELD, key.print),
+            )
+
+
+def run_composite(
+    scope: Scope,
+    key: str | None,
+    operation: str,
+    request: BaseModel,
+    action: Callable[[Hold], tuple[R, bool]],
+    result_type: type[R],
+) -> R:
+    """Run a composite operation (its parts under keys of their own) at most once per
+    (organization, key): unless the key holds an outcome (replayed whole) or a live hold
+    (409), hold it (``held``, a lease of `LEASE` that `action` renews through its `Hold`),
+    run `action`, which answers its result and whether that result is final, then store
+    a final one under the key (its audited call recorded in that transaction) or free the
+    key. An error frees it too (or is kept, when storable)."""
+    storage = scope.runtime.storage
+    if key is None:
+        return action(Hold(scope.runtime, None))[0]
+    hold = KeyHold(scope, check_key(key), fingerprint(operation, request))
+    if hold.held(storage):
+        return hold.replay(storage, result_type)
+    with storage.transaction() as tx:
+        taken = not hold.insert(tx, HELD, lease=True)
+    if taken:
+        return hold.replay(storage, result_type)
+    try:
+        result, final = action(Hold(scope.runtime, hold))
+    except TreasuryError as error:
+        kept = stored(error)
+        with storage.transaction() as tx:
+            hold.release(tx, error if kept else None)
+        raise
+    except BaseException:
+        with storage.transaction() as tx:
+            hold.release(tx, None)
+        raise
+    with storage.transaction() as tx:
+        if final:
+            hold.release(tx, result)
+        else:
+            hold.release(tx, None)
+        audit.record(tx, result)
+    return result
+
+
 _PURPOSE = "idempotency-outcome"
-
-
-class SealedAtRest:
-    """A result whose stored outcome is kept encrypted (a webhook's secret shown once, a
-    routing number, deposit instructions): a storage rule of the idempotency store,
-    declared by the answer's class (`holds_secret` may look at the instance)."""
-
-    def holds_secret(self) -> bool:
-        return True
 
 
 def _secret(result: Replayable) -> bool:
@@ -268,7 +384,7 @@ class _Taken(Exception):
     """The key already holds a live outcome or claim: undo this run and replay that."""
 
 
-class _KeyHold:
+class KeyHold:
     """One request's hold on (organization, key)."""
 
     def __init__(self, scope: Scope, key: str, print_: str) -> None:
@@ -284,8 +400,11 @@ class _KeyHold:
         body: str | None = None,
         sealed: bool = False,
         resource: str | None = None,
+        lease: bool = False,
     ) -> bool:
-        """Hold the key (taking over a finished, expired one); False if it is taken."""
+        """Hold the key (taking over a finished, expired one, or a hold whose lease
+        passed); False if it is taken. `lease`: kept until `LEASE` from now, not 24 h (a
+        composite's hold)."""
         return bool(
             tx.execute(
                 "INSERT INTO idempotency_keys (org_id, key, fingerprint, state, status, body,"
@@ -296,7 +415,7 @@ class _KeyHold:
                 " resource = excluded.resource,"
                 " created_at = excluded.created_at, expires_at = excluded.expires_at"
                 " WHERE idempotency_keys.expires_at <= excluded.created_at"
-                " AND idempotency_keys.state = 'done'",
+                " AND idempotency_keys.state IN ('done', 'held')",
                 (
                     self.org_id,
                     self.key,
@@ -306,9 +425,36 @@ class _KeyHold:
                     *(_kept(self.runtime, body, sealed) if body is not None else (None, None)),
                     resource,
                     to_text(self.now),
-                    to_text(self.now + KEY_TTL),
+                    to_text(self.now + (LEASE if lease else KEY_TTL)),
                 ),
             )
+        )
+
+    def accept(self, tx: Transaction, result: Replayable) -> bool:
+        """Hold the key with `result` as its outcome, in the transaction that wrote it
+        (a part of a composite, accepted at once); False if the key is taken."""
+        return self.insert(tx, "done", body=result.model_dump_json(), sealed=_secret(result))
+
+    def release(self, tx: Transaction, outcome: Replayable | TreasuryError | None) -> None:
+        """End a composite's hold: with its `outcome` stored (replayed for 24 hours from
+        now), or freed (None). Nothing when the hold was taken over meanwhile."""
+        where = " WHERE org_id = ? AND key = ? AND state = ? AND fingerprint = ?"
+        mine = (self.org_id, self.key, HELD, self.print)
+        if outcome is None:
+            tx.execute("DELETE FROM idempotency_keys" + where, mine)
+            return
+        status: int | None = None
+        body: str | None
+        sealed: bytes | None = None
+        if isinstance(outcome, TreasuryError):
+            status, body = outcome.status, json.dumps(outcome.to_body())
+        else:
+            body, sealed = _kept(self.runtime, outcome.model_dump_json(), _secret(outcome))
+        now = self.runtime.now()
+        tx.execute(
+            "UPDATE idempotency_keys SET state = 'done', status = ?, body = ?, outcome = ?,"
+            " created_at = ?, expires_at = ?" + where,
+            (status, body, sealed, to_text(now), to_text(now + KEY_TTL), *mine),
         )
 
     def send_done(self, tx: Transaction, body: str, sealed: bool) -> None:
@@ -318,8 +464,8 @@ class _KeyHold:
         which rolls the operation back, at the latest when it commits."""
         now = to_text(self.now)
         tx.send(
-            "DELETE FROM idempotency_keys WHERE org_id = ? AND key = ? AND state = 'done'"
-            " AND expires_at <= ?",
+            "DELETE FROM idempotency_keys WHERE org_id = ? AND key = ?"
+            " AND state IN ('done', 'held') AND expires_at <= ?",
             (self.org_id, self.key, now),
         )
         tx.send(
@@ -346,7 +492,7 @@ class _KeyHold:
         """Whether the key already holds a live outcome, or a claim in flight."""
         row = storage.read_one(
             "SELECT 1 AS held FROM idempotency_keys WHERE org_id = ? AND key = ?"
-            " AND (expires_at > ? OR state <> 'done')",
+            " AND (expires_at > ? OR state = 'in_flight')",
             (self.org_id, self.key, to_text(self.now)),
         )
         return row is not None
@@ -384,7 +530,7 @@ def purge_expired_keys(runtime: Runtime, report: Report) -> None:
     """Job: forget finished keys older than 24 hours."""
     with runtime.storage.transaction() as tx:
         purged = tx.execute(
-            "DELETE FROM idempotency_keys WHERE expires_at <= ? AND state = 'done'",
+            "DELETE FROM idempotency_keys WHERE expires_at <= ? AND state IN ('done', 'held')",
             (runtime.now_text(),),
         )
     report.add(idempotency_keys_purged=purged)

@@ -588,7 +588,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         18,
         "the chain can go back: the blocks the service acted on (their hashes, compared with"
         " the canonical chain each pass); every signed version of a leg; when a leg was"
-        " broadcast; why a transfer waits",
+        " broadcast; why a transfer waits; gas stations' top-ups",
         [
             # one row per receipt settled on, deposit log recorded, detector cursor
             """CREATE TABLE chain_marks (
@@ -611,6 +611,16 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "CREATE INDEX leg_versions_leg ON leg_versions (transfer_id, position)",
             "ALTER TABLE transfer_legs ADD COLUMN broadcast_block BIGINT",
             "ALTER TABLE transfers ADD COLUMN waiting_reason TEXT",
+            # a gas station's top-ups of a wallet's ETH, one at a time per wallet
+            """CREATE TABLE gas_topups (
+                hash TEXT PRIMARY KEY,
+                chain_id BIGINT NOT NULL,
+                wallet TEXT NOT NULL,
+                station TEXT NOT NULL,
+                amount TEXT NOT NULL,
+                settled INTEGER NOT NULL DEFAULT 0,
+                created_at TEXT NOT NULL)""",
+            "CREATE INDEX gas_topups_open ON gas_topups (chain_id, wallet) WHERE settled = 0",
         ],
     ),
     (
@@ -649,6 +659,142 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ALTER TABLE policies ADD COLUMN gas_station BIGINT",
             "ALTER TABLE recipients ADD COLUMN pointed_at TEXT",
             "UPDATE recipients SET pointed_at = created_at",
+        ],
+    ),
+    (
+        21,
+        "events: each organization's sequence (in commit order) and the object they are"
+        " about; deliveries go out in that order per object and webhook",
+        [
+            """CREATE TABLE event_sequences (
+                org_id TEXT PRIMARY KEY REFERENCES organizations(id),
+                last BIGINT NOT NULL){clustered}""",
+            "ALTER TABLE events ADD COLUMN sequence BIGINT",
+            "ALTER TABLE webhook_deliveries ADD COLUMN object_key TEXT",
+            "ALTER TABLE webhook_deliveries ADD COLUMN sequence BIGINT",
+            "UPDATE events SET sequence = id",
+            "UPDATE webhook_deliveries SET sequence = event_id",
+            """INSERT INTO event_sequences (org_id, last)
+                SELECT org_id, MAX(id) FROM events GROUP BY org_id""",
+            # the earlier first attempts of one object to one webhook, still to be made
+            """CREATE INDEX webhook_deliveries_order
+                ON webhook_deliveries (webhook_id, object_key, sequence)
+                WHERE status = 'pending' AND attempts = 0""",
+        ],
+    ),
+    (
+        22,
+        "the books: an append-only double-entry journal with running sums, its groups;"
+        " reconciliation runs, breaks and each pair's last tie-out; the transfers of a wallet"
+        " by update (a balance at a past time); history posted by treasury's own step"
+        " (`journal_history.post_history`)",
+        [
+            # one row per (group, account, token): signed raw units as decimal text (they
+            # outgrow BIGINT); `balance`: the account's running sum after it (NULL for
+            # `external`); `block_number`: the block of the chain fact it records (NULL for
+            # a fact off the chain, or history whose block is unknown: counted at every height)
+            """CREATE TABLE journal (
+                id {pk},
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                group_id TEXT NOT NULL,
+                at TEXT NOT NULL,
+                chain_id BIGINT NOT NULL,
+                token TEXT NOT NULL,
+                account TEXT NOT NULL,
+                amount TEXT NOT NULL,
+                balance TEXT,
+                block_number BIGINT,
+                kind TEXT NOT NULL,
+                transfer_id TEXT,
+                deposit_id TEXT,
+                transaction_hash TEXT)""",
+            # a balance at a time, a statement's window: one seek
+            """CREATE INDEX journal_account
+                ON journal (org_id, account, chain_id, token, at, id)""",
+            # posted at a block: what came after it, per organization and chain
+            """CREATE INDEX journal_block ON journal (org_id, chain_id, block_number)
+                WHERE block_number IS NOT NULL""",
+            "CREATE INDEX journal_transfer ON journal (transfer_id) WHERE transfer_id IS NOT NULL",
+            # each group once (its id says which fact it records)
+            """CREATE TABLE journal_groups (
+                org_id TEXT NOT NULL,
+                group_id TEXT NOT NULL,
+                at TEXT NOT NULL,
+                PRIMARY KEY (org_id, group_id)){clustered}""",
+            # the running sums: each account's posted sum and the time of its last posting
+            """CREATE TABLE journal_balances (
+                org_id TEXT NOT NULL,
+                account TEXT NOT NULL,
+                chain_id BIGINT NOT NULL,
+                token TEXT NOT NULL,
+                posted TEXT NOT NULL,
+                last_at TEXT NOT NULL,
+                PRIMARY KEY (org_id, chain_id, account, token)){clustered}""",
+            """CREATE TABLE reconciliation_runs (
+                id {pk},
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                number BIGINT NOT NULL,
+                chain_id BIGINT NOT NULL,
+                at TEXT NOT NULL,
+                block_number BIGINT NOT NULL,
+                pairs BIGINT NOT NULL,
+                tied_out BIGINT NOT NULL,
+                in_flight BIGINT NOT NULL,
+                breaks_open BIGINT NOT NULL)""",
+            "CREATE UNIQUE INDEX reconciliation_runs_org ON reconciliation_runs (org_id, number)",
+            "CREATE INDEX reconciliation_runs_chain ON reconciliation_runs (chain_id, at)",
+            # amounts as raw decimal text with the token's decimals; `evidence`: JSON
+            """CREATE TABLE reconciliation_breaks (
+                id {pk},
+                org_id TEXT NOT NULL REFERENCES organizations(id),
+                number BIGINT NOT NULL,
+                kind TEXT NOT NULL,
+                chain_id BIGINT NOT NULL,
+                wallet TEXT NOT NULL,
+                token TEXT NOT NULL,
+                decimals INTEGER NOT NULL,
+                expected TEXT NOT NULL,
+                actual TEXT NOT NULL,
+                difference TEXT NOT NULL,
+                block_number BIGINT NOT NULL,
+                evidence TEXT NOT NULL,
+                status TEXT NOT NULL,
+                opened_at TEXT NOT NULL,
+                resolved_at TEXT,
+                resolved_by TEXT,
+                note TEXT,
+                UNIQUE (org_id, number))""",
+            # one open break per (wallet, token, kind)
+            """CREATE UNIQUE INDEX reconciliation_breaks_open
+                ON reconciliation_breaks (org_id, chain_id, wallet, token, kind)
+                WHERE status = 'open'""",
+            # the (wallet, token) pairs that differed at the last run, with the block at
+            # which each last tied out (NULL: never seen tied): where the evidence of its
+            # difference is looked for (a pair that ties out has no row)
+            """CREATE TABLE reconciliation_pairs (
+                org_id TEXT NOT NULL,
+                chain_id BIGINT NOT NULL,
+                wallet TEXT NOT NULL,
+                token TEXT NOT NULL,
+                tied_block BIGINT,
+                PRIMARY KEY (org_id, chain_id, wallet, token)){clustered}""",
+            # a wallet's transfers that ended after a time: its reservations at that time
+            """CREATE INDEX transfers_wallet_updated
+                ON transfers (wallet_address, updated_at)""",
+        ],
+    ),
+    (
+        23,
+        "payout runs: a transfer queued while its wallet had no room among its legs in"
+        " flight (its place in the wallet's queue), and the queue by wallet",
+        [
+            # set when a transfer was accepted without its legs signed because its wallet
+            # already had `max_in_flight` legs in flight: its place in the queue (the time
+            # of acceptance, then its index in its batch), kept once it starts, so that a
+            # refusal upstream fails it (it was announced) instead of forgetting it
+            "ALTER TABLE transfers ADD COLUMN queued TEXT",
+            """CREATE INDEX transfers_queue ON transfers (chain_id, wallet_address, queued)
+                WHERE stage = 'queued'""",
         ],
     ),
 ]

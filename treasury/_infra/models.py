@@ -162,6 +162,16 @@ class Replayable(Resource):
         self._replayed = True
 
 
+class SealedAtRest:
+    """A result whose stored outcome is kept encrypted (a webhook's secret shown once, a
+    routing number, deposit instructions): a storage rule of the idempotency store
+    (`treasury._infra.idempotency`), declared by the answer's class (`holds_secret` may
+    look at the instance)."""
+
+    def holds_secret(self) -> bool:
+        return True
+
+
 class Timestamped(Resource):
     created_at: datetime
     updated_at: datetime
@@ -228,12 +238,23 @@ class CsvTable(Generic[T]):
 
     columns: tuple[str, ...]
     row: Callable[[T], Sequence[str | None]]
+    #: Columns of signed decimal numbers the service writes itself (a statement's
+    #: amounts): written as they are, a ``-`` being their sign, never a formula.
+    numbers: frozenset[str] = frozenset()
 
     def cells(self, item: T) -> list[str | None]:
         """`item`'s row as written: each text cell that a spreadsheet would run as a
         formula (starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return)
-        prefixed with ``'`` (OWASP's CSV injection rule)."""
-        return [neutralised(cell) for cell in self.row(item)]
+        prefixed with ``'`` (OWASP's CSV injection rule); a cell of `numbers` that is a
+        plain signed decimal is written as it is."""
+        return [
+            cell if name in self.numbers and _signed_decimal(cell) else neutralised(cell)
+            for name, cell in zip(self.columns, self.row(item), strict=True)
+        ]
+
+
+def _signed_decimal(cell: str | None) -> bool:
+    return cell is not None and re.fullmatch(r"-?[0-9]+(\.[0-9]+)?", cell) is not None
 
 
 #: What starts a formula in a spreadsheet (OWASP, CSV injection).

@@ -35,6 +35,9 @@ class Runtime:
     allow_private_webhook_urls: bool = False
     sweep_minimum: str = "1.00"
     snapshot_interval: int = 3600  # seconds between yield snapshots
+    #: Signed legs a wallet keeps in flight (unmined) at most; further transfers queue.
+    max_in_flight: int = 64
+    reconcile_interval: int = 600  # seconds between reconciliation runs of a chain
     #: Standing conditions of the background jobs, logged when they start or change.
     conditions: Conditions = field(
         default_factory=lambda: Conditions(logging.getLogger("treasury.jobs")),

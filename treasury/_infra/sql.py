@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..backends.storage.base import Params, Row, Transaction
 from .models import ListQuery
+
+if TYPE_CHECKING:
+    from ..backends.storage.base import Params, Row, Transaction
 
 _SORT_COLUMNS = {"created_at": "created_at", "label": "label"}
 
@@ -19,7 +21,16 @@ def order_by(query: ListQuery, tiebreak: str = "id") -> str:
 
 
 #: The tables whose rows the API numbers per organization (rows never hard-deleted once shown).
-NUMBERED = frozenset({"wallets", "recipients", "bank_accounts", "webhooks"})
+NUMBERED = frozenset(
+    {
+        "wallets",
+        "recipients",
+        "bank_accounts",
+        "webhooks",
+        "reconciliation_breaks",
+        "reconciliation_runs",
+    }
+)
 
 
 def insert_numbered(

@@ -7,7 +7,10 @@ and the id transfers name them by (`bank_accounts`), each organization's fiat cu
 (`customers`), tracked transactions (`transactions`), and of the transfers what others
 read: the state table, the hashes each organization's transfers sent, and the open
 on-ramps (`transfers`), the
-nonces and holds of signed legs (`nonces`), and each organization's policy, which transfers
-check (`policy`). A table read by several domains is touched
+nonces and holds of signed legs (`nonces`), each organization's policy, which transfers
+check (`policy`), the blocks acted on (`marks`), and the books: the journal's writer
+(`journal`), what each fact posts (`postings`, called by the domain that owns the fact, in
+its transaction), the history migration 22 posts (`journal_history`), and reconciliation
+breaks (`breaks`: opened by reconciliation and by the transfers' reorg pass). A table read by several domains is touched
 only here (the domain that owns it may keep its own writes and reads elsewhere).
 """

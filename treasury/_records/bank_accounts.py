@@ -9,14 +9,16 @@ uuid (`parse_external_id`) and shows it as a `BankAccountSummary`.
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BeforeValidator, StringConstraints
 
 from .._infra.models import Resource
 from .._infra.sql import insert_numbered
-from ..backends.storage.base import Row, Storage, Transaction, one_row
 from ..errors import ValidationError
+
+if TYPE_CHECKING:
+    from ..backends.storage.base import Row, Storage, Transaction
 
 COLUMNS = (
     "number, external_id, org_id, user_id, bank_name, business_name, account_owner_name,"
@@ -75,9 +77,41 @@ def by_external_id(tx: Transaction, org_id: str, external_id: str) -> Row | None
     )
 
 
+def by_reference(tx: Transaction, org_id: str, reference: str) -> Row | None:
+    """A registered account by the integer its creation answered or by its uuid, with
+    its provider id."""
+    column = "number" if reference.isdigit() else "external_id"
+    value: object = int(reference) if reference.isdigit() else reference.lower()
+    return tx.one(
+        f"SELECT {COLUMNS}, provider_account_id FROM bank_accounts"
+        f" WHERE {_REGISTERED} AND {column} = ?",
+        (org_id, value),
+    )
+
+
+def replace_details(
+    tx: Transaction, external_id: str, provider_id: str, values: dict[str, object], now: str
+) -> Row | None:
+    """New details of a registered account (`values`: column -> value, numbers sealed)
+    and the provider's id of the account that now holds them; the row as shown."""
+    assignments = "".join(f", {column} = ?" for column in values)
+    tx.execute(
+        f"UPDATE bank_accounts SET provider_account_id = ?, updated_at = ?{assignments}"
+        " WHERE external_id = ? AND state = 'registered'",
+        (provider_id, now, *values.values(), external_id),
+    )
+    return tx.one(
+        f"SELECT {COLUMNS}, provider_account_id FROM bank_accounts WHERE external_id = ?",
+        (external_id,),
+    )
+
+
 def provider_account(source: Transaction | Storage, org_id: str, external_id: str) -> Row | None:
     """A registered account's display fields and its provider id, by our uuid (in a
     transaction or as one statement, `one_row`)."""
+    # imported here: this module's models (read by the typed client) need no storage
+    from ..backends.storage.base import one_row
+
     return one_row(
         source,
         "SELECT external_id, bank_name, account_owner_name, account_number_last4,"

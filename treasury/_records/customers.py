@@ -44,8 +44,21 @@ def provider_customer(runtime: Runtime, org_id: str, known: Row | None = None) -
         return str(known["provider_customer_id"])
     found = onboarding(runtime, org_id, known, start=True)
     if not found.approved:
-        raise OnboardingIncomplete(found.status, found.url)
+        raise OnboardingIncomplete(found.status, found.url, next_step=next_step(org_id, found))
     return found.customer_id
+
+
+def next_step(org_id: str, found: Onboarding) -> str:
+    """What the organization does next to finish its onboarding (`details.next` of the
+    409): start it with the business's contact email, or complete the provider's KYB."""
+    if not found.url:  # no link yet: the onboarding was not started
+        return (
+            "start the organization's fiat onboarding with the business's contact email:"
+            f" treasury orgs onboard {org_id} --email EMAIL (or, in Python,"
+            f" t.admin.start_onboarding({org_id!r}, email=...)), then complete the provider's"
+            " KYB at the link it answers"
+        )
+    return f"complete the provider's KYB at {found.url}; fiat operations work once it is approved"
 
 
 def start_onboarding(runtime: Runtime, org_id: str, email: str | None = None) -> Onboarding:
@@ -54,15 +67,23 @@ def start_onboarding(runtime: Runtime, org_id: str, email: str | None = None) ->
     onboarding already started stands."""
     with runtime.storage.read() as tx:
         known = organization(tx, org_id)
-    return onboarding(runtime, org_id, known, start=True, email=email)
+    return onboarding(runtime, org_id, known, start=True, email=email, asked=True)
 
 
 def onboarding(
-    runtime: Runtime, org_id: str, known: Row, *, start: bool, email: str | None = None
+    runtime: Runtime,
+    org_id: str,
+    known: Row,
+    *,
+    start: bool,
+    email: str | None = None,
+    asked: bool = False,
 ) -> Onboarding:
     """Where the organization's onboarding stands, asked of the provider and kept. Not
-    started: started when `start` (a provider that needs a contact email the call lacks
-    leaves it not started), else reported as such."""
+    started: started when `start`, else reported as such. A provider that needs a
+    contact email the call lacks: a 400 naming ``email`` when the onboarding was `asked`
+    for (`start_onboarding`), else (a first fiat operation) left not started, which that
+    operation's 409 says how to start (`next_step`)."""
     customer = known["provider_customer_id"]
     if customer:
         found = runtime.fiat.customer_status(str(customer))
@@ -74,7 +95,7 @@ def onboarding(
                 known["name"], idempotency_key=f"customer-{org_id}", email=email
             )
         except ValidationError:
-            if email is not None:
+            if email is not None or asked:
                 raise
             return Onboarding("", NOT_STARTED, None)
     with runtime.storage.transaction() as tx:

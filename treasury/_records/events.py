@@ -2,10 +2,16 @@
 their webhook deliveries (one per matching webhook), so none is lost or made twice. Every
 domain emits; the webhooks domain delivers (`webhooks.dispatcher`).
 
-A payload is ``{"type", "event", "timestamp", "data"}``: `event` repeats `type` for
-receivers written for the original service (they read ``payload.event``). A payload that
-carries secrets (an on-ramp's deposit instructions) is stored sealed (`SEALED`) and
-opened only to be sent.
+A payload is ``{"type", "event", "timestamp", "sequence", "data"}``: `event` repeats
+`type` for receivers written for the original service (they read ``payload.event``).
+`sequence` grows with each event of the organization in the order the changes were
+committed: it is taken from the organization's counter (`event_sequences`), whose row
+stays locked until the emitting transaction ends, so a later number is never committed
+before an earlier one. Each event names the object it is about (`object_key`: a
+transfer's id, a transaction's hash, a deposit's log), and the dispatcher sends the first
+attempts of one object's events to one webhook in sequence order, one after the other
+(`webhooks.deliveries.lease_due`). A payload that carries secrets (an on-ramp's deposit
+instructions) is stored sealed (`SEALED`) and opened only to be sent.
 """
 
 from __future__ import annotations
@@ -31,14 +37,19 @@ def emit(
     data: dict[str, Any],
     now: str,
     box: SecretBox | None = None,
+    object_key: str | None = None,
 ) -> int:
     """Append an event to the outbox and write its deliveries. `wallet_address` is the
     address (or the addresses, e.g. both sides of a transfer) a webhook's `wallets`
-    filter matches; `box`, when given, seals the payload at rest."""
+    filter matches; `box`, when given, seals the payload at rest; `object_key` names
+    what the event is about, whose events reach each webhook in order (by default read
+    from the event: `object_of`)."""
+    sequence = next_sequence(tx, org_id)
     payload = {
         "type": event_type,
         "event": event_type,
         "timestamp": now.replace("+00:00", "Z"),
+        "sequence": sequence,
         "data": data,
     }
     text = json.dumps(payload)
@@ -50,9 +61,9 @@ def emit(
         else ([wallet_address] if isinstance(wallet_address, str) else list(wallet_address))
     )
     row = tx.one(
-        "INSERT INTO events (org_id, type, wallet_address, payload, created_at)"
-        " VALUES (?, ?, ?, ?, ?) RETURNING id",
-        (org_id, event_type, ",".join(wallets) or None, text, now),
+        "INSERT INTO events (org_id, type, wallet_address, payload, created_at, sequence)"
+        " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+        (org_id, event_type, ",".join(wallets) or None, text, now, sequence),
     )
     assert row is not None
     event_id = int(row["id"])
@@ -63,8 +74,41 @@ def emit(
         event_type=event_type,
         wallets=wallets,
         now=now,
+        sequence=sequence,
+        object_key=object_key if object_key is not None else object_of(event_type, data),
     )
     return event_id
+
+
+def next_sequence(tx: Transaction, org_id: str) -> int:
+    """The organization's next event number. The counter's row stays locked by `tx`
+    until it ends, so numbers are committed in the order they are taken."""
+    row = tx.one(
+        "INSERT INTO event_sequences (org_id, last) VALUES (?, 1)"
+        " ON CONFLICT (org_id) DO UPDATE SET last = event_sequences.last + 1 RETURNING last",
+        (org_id,),
+    )
+    assert row is not None
+    return int(row["last"])
+
+
+def object_of(event_type: str, data: dict[str, Any]) -> str | None:
+    """What an event is about, by its type's family: a transfer (its id), a tracked
+    transaction (its hash), a deposit (its chain, hash and log index); None: nothing to
+    order it with."""
+    family = event_type.partition(".")[0]
+    if family == "transfer" and data.get("id"):
+        return f"transfer:{data['id']}"
+    if family == "transaction" and data.get("hash"):
+        return f"transaction:{data.get('chainId', '')}:{str(data['hash']).lower()}"
+    if family == "deposit" and data.get("transactionHash"):
+        found = (
+            data.get("chainId", ""),
+            str(data["transactionHash"]).lower(),
+            data.get("logIndex"),
+        )
+        return "deposit:{}:{}:{}".format(*found)
+    return None
 
 
 def opened(box: SecretBox, payload: str) -> str:
@@ -80,9 +124,12 @@ def fan_out(
     event_type: str,
     wallets: Sequence[str],
     now: str,
+    sequence: int | None = None,
+    object_key: str | None = None,
 ) -> int:
     """Write the deliveries of a new event: one per active webhook of its organization
-    subscribed to its type whose wallet filter, if any, names one of its `wallets`."""
+    subscribed to its type whose wallet filter, if any, names one of its `wallets`
+    (with the event's `sequence` and `object_key`, which order first attempts)."""
     hooks = tx.query(
         "SELECT id, events, wallets FROM webhooks"
         " WHERE org_id = ? AND active = 1 AND deleted_at IS NULL",
@@ -99,9 +146,20 @@ def fan_out(
             continue
         tx.execute(
             "INSERT INTO webhook_deliveries (org_id, webhook_id, event_id, message_id,"
-            " event_type, status, attempts, next_attempt_at, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)",
-            (org_id, hook["id"], event_id, _message_id(), event_type, now, now, now),
+            " event_type, status, attempts, next_attempt_at, created_at, updated_at,"
+            " sequence, object_key) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?)",
+            (
+                org_id,
+                hook["id"],
+                event_id,
+                _message_id(),
+                event_type,
+                now,
+                now,
+                now,
+                event_id if sequence is None else sequence,
+                object_key,
+            ),
         )
         made += 1
     return made

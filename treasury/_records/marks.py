@@ -94,3 +94,24 @@ def _mark(row: dict[str, object]) -> Mark:
         block_number=int(str(row["block_number"])),
         block_hash=str(row["block_hash"]),
     )
+
+
+def highest(tx: Transaction, chain_id: int, kind: Kind) -> int | None:
+    """The highest block a mark of `kind` stands on, not flagged (for ``cursor``: how far
+    the deposit detector has scanned, on the canonical chain); None without one."""
+    row = tx.one(
+        "SELECT MAX(block_number) AS top FROM chain_marks WHERE chain_id = ? AND kind = ?"
+        " AND orphaned = 0",
+        (chain_id, kind),
+    )
+    return None if row is None or row["top"] is None else int(str(row["top"]))
+
+
+def of(tx: Transaction, chain_id: int, kind: Kind, ref: str) -> Mark | None:
+    """The mark of `ref`, if kept."""
+    row = tx.one(
+        "SELECT kind, ref, block_number, block_hash FROM chain_marks"
+        " WHERE chain_id = ? AND kind = ? AND ref = ?",
+        (chain_id, kind, ref),
+    )
+    return None if row is None else _mark(row)

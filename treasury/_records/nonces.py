@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from ..backends.storage.base import Row, Transaction
@@ -70,7 +72,27 @@ def reserved(
     """What the unfinished transfers of `sender` hold that a balance read when `mined` of
     its transactions were mined does not yet show: raw units of `token`, and wei of gas.
     A transfer's hold ends with its moving leg (the swap or the send) mined (its nonce
-    below `mined`), as the balance then shows its effect; before it is signed, it holds."""
+    below `mined`), as the balance then shows its effect; before it is signed, it holds.
+    Within `carried`, the first read per wallet and `mined` is kept, and the transfers the
+    transaction adds since (`note_hold`) are counted on top of it."""
+    holds = _holds.get()
+    if holds is not None:
+        return holds.read(tx, chain_id, sender, token, mined)
+    return _reserved(tx, chain_id, sender, mined).of(token)
+
+
+@dataclass
+class _Held:
+    """What a wallet's unfinished transfers hold: raw units by token, and wei of gas."""
+
+    raw: dict[str, int] = field(default_factory=dict)
+    wei: int = 0
+
+    def of(self, token: str) -> tuple[int, int]:
+        return self.raw.get(token, 0), self.wei
+
+
+def _reserved(tx: Transaction, chain_id: int, sender: str, mined: int) -> _Held:
     rows = tx.query(
         "SELECT t.reserve_token, t.reserve_raw, t.reserve_wei, (SELECT MAX(l.nonce)"
         " FROM transfer_legs l WHERE l.transfer_id = t.id AND l.kind <> 'approval') AS moving"
@@ -78,14 +100,68 @@ def reserved(
         " AND t.reserve_raw IS NOT NULL",
         (chain_id, sender),
     )
-    raw = wei = 0
+    held = _Held()
     for row in rows:
         if row["moving"] is not None and int(row["moving"]) < mined:
             continue
-        wei += int(row["reserve_wei"])
-        if row["reserve_token"] == token:
-            raw += int(row["reserve_raw"])
-    return raw, wei
+        held.wei += int(row["reserve_wei"])
+        token = str(row["reserve_token"])
+        held.raw[token] = held.raw.get(token, 0) + int(row["reserve_raw"])
+    return held
+
+
+@dataclass
+class Holds:
+    """The holds of the wallets a claim transaction writes many transfers for (a payout
+    run): each wallet's read once, then carried forward as the transaction adds its own
+    transfers (`note_hold`), so that judging N transfers reads the wallet's N holds
+    once, not N times. `mark` and `undo` follow a savepoint that rolls an addition back."""
+
+    read_at: dict[tuple[int, str, int], tuple[_Held, int]] = field(default_factory=dict)
+    added: list[tuple[int, str, str, int, int]] = field(default_factory=list)
+
+    def read(
+        self, tx: Transaction, chain_id: int, sender: str, token: str, mined: int
+    ) -> tuple[int, int]:
+        key = (chain_id, sender, mined)
+        if key not in self.read_at:  # what the database shows now: this transaction's too
+            self.read_at[key] = (_reserved(tx, chain_id, sender, mined), len(self.added))
+        held, since = self.read_at[key]
+        raw, wei = held.of(token)
+        for chain, wallet, kind, amount, gas in self.added[since:]:
+            if (chain, wallet) == (chain_id, sender):
+                wei += gas
+                raw += amount if kind == token else 0
+        return raw, wei
+
+    def mark(self) -> int:
+        return len(self.added)
+
+    def undo(self, mark: int) -> None:
+        del self.added[mark:]
+
+
+_holds: ContextVar[Holds | None] = ContextVar("treasury_holds", default=None)
+
+
+@contextmanager
+def carried() -> Iterator[Holds]:
+    """Within this block (one claim transaction), `reserved` reads each wallet once and
+    counts what `note_hold` adds."""
+    holds = Holds()
+    token = _holds.set(holds)
+    try:
+        yield holds
+    finally:
+        _holds.reset(token)
+
+
+def note_hold(chain_id: int, sender: str, token: str, raw: int, wei: int) -> None:
+    """A transfer holding `raw` of `token` and `wei` of `sender` was just written (in the
+    transaction `carried` runs in, if any)."""
+    holds = _holds.get()
+    if holds is not None:
+        holds.added.append((chain_id, sender, token, raw, wei))
 
 
 @dataclass(frozen=True)
@@ -164,5 +240,38 @@ def unconfirmed_swaps(tx: Transaction, chain_id: int, sender: str, token: str, t
         " WHERE l.chain_id = ? AND l.sender = ? AND l.token = ? AND l.contract = ?"
         f" AND l.kind <> 'approval' AND t.status IN {OPEN}",
         (chain_id, sender, token, to),
+    )
+    return sum(int(row["amount"]) for row in rows)
+
+
+def open_legs(tx: Transaction, chain_id: int, sender: str) -> int:
+    """How many stored legs of `sender` belong to unfinished transfers: at least as many
+    as are in flight, but for a completed transfer's leg a reorg took back (read without
+    asking the chain)."""
+    row = tx.one(
+        "SELECT COUNT(*) AS n FROM transfer_legs l JOIN transfers t ON t.id = l.transfer_id"
+        f" WHERE l.chain_id = ? AND l.sender = ? AND t.status IN {OPEN}",
+        (chain_id, sender),
+    )
+    return 0 if row is None else int(row["n"])
+
+
+def in_flight(tx: Transaction, chain_id: int, sender: str, mined: int) -> int:
+    """How many stored legs of `sender` are in flight: at or above its mined nonce `mined`,
+    of a transfer that has not failed (signed, and sent or about to be; not mined yet)."""
+    row = tx.one(
+        "SELECT COUNT(*) AS n FROM transfer_legs l JOIN transfers t ON t.id = l.transfer_id"
+        f" WHERE l.chain_id = ? AND l.sender = ? AND l.nonce >= ? AND t.status <> {FAILED}",
+        (chain_id, sender, mined),
+    )
+    return 0 if row is None else int(row["n"])
+
+
+def topping_up(tx: Transaction, chain_id: int, station: str) -> int:
+    """Wei a gas station has sent in top-ups not yet settled (its balance may not show
+    them yet: they are spoken for)."""
+    rows = tx.query(
+        "SELECT amount FROM gas_topups WHERE chain_id = ? AND station = ? AND settled = 0",
+        (chain_id, station),
     )
     return sum(int(row["amount"]) for row in rows)

@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from ..backends.storage.base import Storage, Transaction
 
 from .._infra.clock import to_text
-from ..backends.storage.base import Storage, Transaction, one_row
 from ..errors import Forbidden
 
 Destinations = Literal["any", "known"]
@@ -43,6 +45,9 @@ OFF = Rules()
 
 def read(source: Transaction | Storage, org_id: str) -> Rules:
     """The organization's rules, in a transaction or as one statement (`one_row`)."""
+    # imported here: this module's models (read by the typed client) need no storage
+    from ..backends.storage.base import one_row
+
     row = one_row(
         source,
         "SELECT approval_threshold, daily_limit, destinations, destination_cooldown_hours,"

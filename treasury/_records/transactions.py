@@ -7,14 +7,16 @@ write).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, field_validator
 
 from .._infra.models import HASH_PATTERN, Address, Body, RowId
 from .._infra.sql import keyset_page
-from ..backends.storage.base import DuplicateKey, Row, Transaction
 from ..errors import Conflict
+
+if TYPE_CHECKING:
+    from ..backends.storage.base import Row, Transaction
 
 TxHash = Annotated[str, StringConstraints(pattern=HASH_PATTERN), Field()]
 
@@ -29,6 +31,9 @@ RawAmount = Annotated[
     str, StringConstraints(pattern=r"^(0|[1-9][0-9]{0,77})$"), AfterValidator(_uint256)
 ]
 TransactionType = Literal["deposit", "withdrawal", "yield", "approval", "other"]
+#: What a tracked transaction may be: a type a caller records, or ``gas``, a gas
+#: station's top-up, which only the service records.
+TrackedType = Literal["deposit", "withdrawal", "yield", "approval", "other", "gas"]
 TransactionStatus = Literal["pending", "confirmed", "failed"]
 
 
@@ -56,9 +61,20 @@ COLUMNS = (
 
 
 def insert(
-    tx: Transaction, org_id: str, chain_id: int, request: RecordTransaction, wallet: Row, now: str
+    tx: Transaction,
+    org_id: str,
+    chain_id: int,
+    request: RecordTransaction,
+    wallet: Row,
+    now: str,
+    *,
+    kind: TrackedType | None = None,
 ) -> None:
-    """A pending transaction of `wallet` (a row with `row_id`, `id` and `address`)."""
+    """A pending transaction of `wallet` (a row with `row_id`, `id` and `address`), of
+    the request's type unless `kind` says otherwise (a gas top-up)."""
+    # imported here: this module's models (read by the typed client) need no storage
+    from ..backends.storage.base import DuplicateKey
+
     try:
         tx.execute(
             "INSERT INTO transactions (org_id, chain_id, hash, type, sender, contract, token,"
@@ -68,7 +84,7 @@ def insert(
                 org_id,
                 chain_id,
                 request.hash,
-                request.type,
+                kind or request.type,
                 request.from_,
                 request.contract,
                 request.token,
@@ -138,4 +154,12 @@ def rehash(tx: Transaction, chain_id: int, before: str, after: str, now: str) ->
         "UPDATE transactions SET hash = ?, updated_at = ? WHERE chain_id = ? AND hash = ?"
         " AND status = 'pending'",
         (after, now, chain_id, before),
+    )
+
+
+def forget_pending(tx: Transaction, chain_id: int, tx_hash: str) -> None:
+    """Forget the service's own pending transaction that a node definitely refused."""
+    tx.execute(
+        "DELETE FROM transactions WHERE chain_id = ? AND hash = ? AND status = 'pending'",
+        (chain_id, tx_hash),
     )

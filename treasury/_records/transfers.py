@@ -9,16 +9,20 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from ..backends.storage.base import Transaction
+if TYPE_CHECKING:
+    from ..backends.storage.base import Transaction
+
 
 #: A transfer's status, as the API shows it.
 Status = Literal["pending", "submitted", "completed", "failed"]
 #: How far a transfer's upstream work went (see `treasury.transfers.store`); ``awaiting``:
-#: none, the transfer waits for its approval.
-Stage = Literal["awaiting", "claimed", "recorded"]
+#: none, the transfer waits for its approval; ``queued``: none, it waits for room among
+#: its wallet's legs in flight (`max_in_flight`).
+Stage = Literal["awaiting", "queued", "claimed", "recorded"]
 AWAITING: Stage = "awaiting"
+QUEUED: Stage = "queued"
 CLAIMED: Stage = "claimed"
 RECORDED: Stage = "recorded"
 #: Where a transfer stands with four-eyes approval (DESIGN §3 Controls).
@@ -107,3 +111,34 @@ def open_onramps(tx: Transaction, chain_id: int, org_ids: Sequence[str]) -> list
                 )
             )
     return found
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """What a transfer holds of its source wallet until it is final: `raw` units of the
+    token at `token` (its address) on `chain_id`."""
+
+    transfer_id: str
+    chain_id: int
+    token: str
+    raw: int
+
+
+def reservations(tx: Transaction, org_id: str, wallet: str, at: str) -> list[Reservation]:
+    """The reservations on `wallet` of the organization's transfers accepted before `at`
+    and not final at `at`: open now, or ended after `at` (their last change)."""
+    columns = "id, chain_id, reserve_token, reserve_raw"
+    rows = tx.query(
+        f"SELECT {columns} FROM transfers WHERE wallet_address = ? AND status IN {OPEN}"
+        " AND org_id = ? AND created_at < ? AND reserve_raw IS NOT NULL"
+        f" UNION SELECT {columns} FROM transfers WHERE wallet_address = ? AND updated_at > ?"
+        f" AND status NOT IN {OPEN} AND org_id = ? AND created_at < ?"
+        " AND reserve_raw IS NOT NULL",
+        (wallet, org_id, at, wallet, at, org_id, at),
+    )
+    return [
+        Reservation(
+            str(r["id"]), int(r["chain_id"]), str(r["reserve_token"]), int(r["reserve_raw"])
+        )
+        for r in rows
+    ]

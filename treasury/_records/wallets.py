@@ -172,6 +172,54 @@ def custody_ref(tx: Transaction, address: str) -> str | None:
     return None if row is None else str(row["custody_ref"])
 
 
+def managed_by_address(tx: Transaction, address: str) -> Row | None:
+    """The live managed wallet at `address` (`org_id`, `id`, `custody_ref`), whichever
+    organization holds it."""
+    return tx.one(
+        "SELECT org_id, number AS id, custody_ref FROM wallets WHERE address = ?"
+        " AND custody_ref IS NOT NULL AND deleted_at IS NULL LIMIT 1",
+        (address,),
+    )
+
+
 def virtual(tx: Transaction) -> list[Row]:
     """Every organization's virtual wallet (`org_id`, `address`, `custody_ref`), oldest first."""
     return tx.query("SELECT org_id, address, custody_ref FROM virtual_wallets ORDER BY id")
+
+
+# -- the wallets whose keys an organization holds (the books' wallet accounts) -------------
+
+
+def held(tx: Transaction, org_id: str, addresses: Sequence[str]) -> set[str]:
+    """Of `addresses` (lowercase), those of a current managed wallet or the virtual wallet
+    of `org_id`: the wallets its books hold an account for."""
+    found: set[str] = set()
+    unique = sorted(set(addresses))
+    for begin in range(0, len(unique), 500):
+        batch = unique[begin : begin + 500]
+        marks = ", ".join("?" * len(batch))
+        rows = tx.query(
+            f"SELECT address FROM wallets WHERE {_CURRENT} AND custody_ref IS NOT NULL"
+            f" AND address IN ({marks}) UNION SELECT address FROM virtual_wallets"
+            f" WHERE org_id = ? AND address IN ({marks})",
+            (org_id, *batch, org_id, *batch),
+        )
+        found |= {str(row["address"]) for row in rows}
+    return found
+
+
+def held_by_organization(tx: Transaction, org_id: str | None = None) -> dict[str, list[str]]:
+    """The managed and virtual wallets of every organization (or of `org_id`), by
+    organization, each list in ascending order: the wallets reconciliation compares."""
+    where, params = ("", ()) if org_id is None else (" AND org_id = ?", (org_id,))
+    also = "" if org_id is None else " WHERE org_id = ?"
+    rows = tx.query(
+        "SELECT org_id, address FROM wallets WHERE deleted_at IS NULL"
+        f" AND custody_ref IS NOT NULL{where}"
+        f" UNION SELECT org_id, address FROM virtual_wallets{also} ORDER BY org_id, address",
+        (*params, *params),
+    )
+    found: dict[str, list[str]] = defaultdict(list)
+    for row in rows:
+        found[str(row["org_id"])].append(str(row["address"]))
+    return dict(found)

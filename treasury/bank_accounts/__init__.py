@@ -1,8 +1,14 @@
 """Bank accounts: registered with the fiat provider, numbers encrypted at rest."""
 
-from .._records.bank_accounts import BankAccountSummary
-from .models import BankAccount, BankAccountRow, CreateBankAccount
-from .operations import BankAccounts
+import typing as _typing
+
+from .._infra.imports import lazy_attributes as _lazy_attributes
+from .models import BankAccount, BankAccountRow, CreateBankAccount, UpdateBankAccount
+
+if _typing.TYPE_CHECKING:
+    from .._records.bank_accounts import BankAccountSummary
+    from .operations import BankAccounts
+
 
 __all__ = [
     "BankAccount",
@@ -10,4 +16,10 @@ __all__ = [
     "BankAccountSummary",
     "BankAccounts",
     "CreateBankAccount",
+    "UpdateBankAccount",
 ]
+
+# The operations are imported on first use (a model alone does not load them).
+__getattr__ = _lazy_attributes(
+    __name__, {"BankAccounts": ".operations", "BankAccountSummary": ".._records.bank_accounts"}
+)

@@ -7,8 +7,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from .._infra.idempotency import SealedAtRest
-from .._infra.models import Body, PlainText, Replayable, Timestamped
+from .._infra.models import Body, PlainText, Replayable, SealedAtRest, Timestamped
 
 _US_ZIP = re.compile(r"^[0-9]{5}(-[0-9]{4})?$")  # ASCII digits: \d takes any Unicode digit
 Text = Annotated[
@@ -71,6 +70,24 @@ class CreateBankAccount(Body):
     checking_or_savings: Literal["checking", "savings"] = "checking"
     account: AccountDetails
     address: PostalAddress
+
+
+class UpdateBankAccount(Body):
+    """``PUT /v1/bank-accounts/{id}``: the account's new details, in the creation's shapes."""
+
+    account: AccountDetails
+    address: PostalAddress
+
+
+#: A bank account in a path: the integer `id` its creation answered, or its uuid.
+BankAccountRef = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True,
+        pattern=r"^([0-9]{1,18}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$",
+    ),
+    Field(description="The integer id its creation answered, or the row's uuid"),
+]
 
 
 class BankAccount(Timestamped, Replayable, SealedAtRest):

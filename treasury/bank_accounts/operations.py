@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from .._infra import idempotency
@@ -22,7 +23,7 @@ from .._infra.jobs import Report
 from .._infra.models import ListOf
 from .._infra.runtime import Runtime
 from .._infra.sql import take_expired_leases
-from .._infra.validation import parse_input
+from .._infra.validation import parse_input, parse_value
 from .._records import bank_accounts
 from .._records.bank_accounts import parse_external_id
 from .._records.customers import provider_customer
@@ -31,9 +32,11 @@ from ..backends.storage.base import Row, Transaction
 from ..errors import NotFound
 from .models import (
     BankAccount,
+    BankAccountRef,
     BankAccountRow,
     CreateBankAccount,
     PostalAddress,
+    UpdateBankAccount,
 )
 
 _NUMBER = "bank-account-number"
@@ -94,6 +97,75 @@ class BankAccounts(Group):
             prepare,
             _registration(scope.runtime),
             BankAccount,
+        )
+
+    def update(
+        self,
+        account_id: int | str,
+        body: UpdateBankAccount | Mapping[str, Any] | None = None,
+        *,
+        idempotency_key: str | None = None,
+        **fields: Any,
+    ) -> BankAccount:
+        """Replace an account's details (``PUT /v1/bank-accounts/{id}``; `account_id` the
+        integer its creation answered, or its uuid): the new details are registered with
+        the provider as a new external account, the old one is deactivated there, and the
+        row keeps its `id` and uuid, its `providerExternalAccountId` now the provider's new
+        account. Transfers already handed to the provider keep the old account."""
+        reference = parse_value(BankAccountRef, str(account_id), "path", "id")
+        request = parse_input(UpdateBankAccount, body, fields)
+        scope = self._scope
+        runtime = scope.runtime
+
+        def prepare() -> Callable[[Transaction], str]:
+            with runtime.storage.read() as tx:
+                row = bank_accounts.by_reference(tx, scope.org_id, reference)
+            if row is None:
+                raise NotFound("Bank account not found")
+            customer = provider_customer(runtime, scope.org_id)  # 409 until onboarded
+            external_id, old = row["external_id"], row["provider_account_id"]
+            account = replace(
+                _account_of(row, request.address),
+                account_number=request.account.account_number,
+                routing_number=request.account.routing_number,
+            )
+            # the same Idempotency-Key registers the same new account at the provider
+            key = f"{external_id}:{idempotency_key or uuid.uuid4()}"
+            new = runtime.fiat.register_external_account(customer, account, idempotency_key=key)
+            if old and old != new:
+                runtime.fiat.deactivate_external_account(customer, str(old))
+            box = runtime.secrets
+
+            def write(tx: Transaction) -> str:
+                bank_accounts.replace_details(
+                    tx,
+                    external_id,
+                    new,
+                    {
+                        "account_number_last4": request.account.account_number[-4:],
+                        "account_number": box.encrypt(_NUMBER, request.account.account_number),
+                        "routing_number": box.encrypt(_ROUTING, request.account.routing_number),
+                        "address": box.encrypt(_ADDRESS, request.address.model_dump_json()),
+                    },
+                    runtime.now_text(),
+                )
+                return str(external_id)
+
+            return write
+
+        def record(tx: Transaction, external_id: str, _: None) -> BankAccount:
+            row = bank_accounts.by_reference(tx, scope.org_id, external_id)
+            if row is None:
+                raise NotFound("Bank account not found")
+            return _created(row, runtime.secrets, provider_id=row["provider_account_id"])
+
+        steps = idempotency.Upstream[None, BankAccount](
+            perform=lambda _: None,  # the provider was told before the write (`prepare`)
+            record=record,
+            abandon=lambda tx, ref: None,
+        )
+        return self._in_two_phases(
+            "update", idempotency_key, request, prepare, steps, BankAccount, (reference,)
         )
 
     def list(self) -> ListOf[BankAccountRow]:
@@ -160,13 +232,22 @@ def finish_registrations(runtime: Runtime, report: Report) -> None:
 
 def _external_account(row: Row, box: SecretBox) -> ExternalAccount:
     address = PostalAddress.model_validate_json(box.decrypt(_ADDRESS, row["address"]))
+    return replace(
+        _account_of(row, address),
+        account_number=box.decrypt(_NUMBER, row["account_number"]),
+        routing_number=box.decrypt(_ROUTING, row["routing_number"]),
+    )
+
+
+def _account_of(row: Row, address: PostalAddress) -> ExternalAccount:
+    """The account of `row` at `address`, its numbers left for the caller to give."""
     return ExternalAccount(
         bank_name=row["bank_name"],
         account_owner_name=row["account_owner_name"],
         account_owner_type=row["account_owner_type"],
         business_name=row["business_name"],
-        account_number=box.decrypt(_NUMBER, row["account_number"]),
-        routing_number=box.decrypt(_ROUTING, row["routing_number"]),
+        account_number="",
+        routing_number="",
         checking_or_savings=row["checking_or_savings"],
         currency=row["currency"],
         street_line_1=address.street_line_1,
@@ -183,15 +264,16 @@ def _shown(row: Row, box: SecretBox) -> Row:
     return row | {"routing_number": routing, "active": bool(row["active"])}
 
 
-def _created(row: Row, box: SecretBox) -> BankAccount:
+def _created(row: Row, box: SecretBox, provider_id: str | None = None) -> BankAccount:
     """The creation response: `id` is the organization's number, the uuid is
-    `providerExternalAccountId` (DESIGN §3)."""
+    `providerExternalAccountId` (DESIGN §3); after a PUT, `provider_id`: the provider's
+    id of the account that holds the new details."""
     return BankAccount.model_validate(
         _shown(row, box)
         | {
             "id": row["number"],
             "organization_id": row["org_id"],
-            "provider_external_account_id": row["external_id"],
+            "provider_external_account_id": provider_id or row["external_id"],
         }
     )
 

@@ -10,7 +10,7 @@ import pathlib
 
 import click
 
-from . import _shared, admin, demo, policy, run, yields
+from . import _shared, admin, books, demo, policy, run, yields
 
 __all__ = ["main"]
 
@@ -39,6 +39,8 @@ for _command in (
     admin.keys,
     admin.audit,
     policy.policy,
+    books.reconcile,
+    books.statement,
     run.serve,
     run.worker,
     run.devnet,

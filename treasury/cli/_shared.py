@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import json
 import logging
+import re
 import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -22,6 +23,7 @@ from .._infra.jobs import RunSummary
 from .._infra.plugins import redacted, scheme_of
 from .._treasury import Treasury
 from ..admin import ApiKey, CreatedApiKey
+from ..backends.chain._ledger import LedgerInUse
 from ..backends.chain.base import ChainConfig
 from ..config import Settings
 from ..errors import TreasuryError
@@ -122,8 +124,51 @@ def command(f: Callable[..., None]) -> Callable[..., None]:
             f(*args, **kwargs)
         except TreasuryError as error:
             fail(ctx, error.message, error.details)
+        except LedgerInUse as error:
+            fail(ctx, devnet_in_use(str(error)))
 
     return wrapper
+
+
+def devnets_in_memory(t: Treasury) -> list[int]:
+    """The in-process devnets of `t` kept in memory while its store lasts (a PostgreSQL
+    store, or SQLite with the devnet given no file): each ends with its process, the
+    store does not, so a restart meets a fresh chain beside the old records."""
+    if t.settings.storage.startswith("sqlite:///:memory:"):
+        return []  # store and chain end together
+    return [c for c in in_process_chains(t.settings) if _state_path(t, c) is None]
+
+
+def _state_path(t: Treasury, chain_id: int) -> object:
+    return getattr(t.chain(chain_id), "state_path", None)
+
+
+def devnet_in_memory(chain_id: int) -> str:
+    """What `serve` says of a devnet that will not outlive it (`devnets_in_memory`)."""
+    return (
+        f"chain {chain_id} is an in-process devnet kept in memory: it is reset when this"
+        " process stops, while the store keeps its transfers and deposits (after a restart"
+        " balances read 0 and the contracts are new). Keep it in a file: in treasury.toml"
+        f' [chains] {chain_id} = "devnet:///treasury.chain" (or'
+        f" TREASURY_CHAINS={chain_id}=devnet:///treasury.chain), or run `treasury devnet`"
+        " and give its URL"
+    )
+
+
+def devnet_in_use(reason: str) -> str:
+    """Why a command that needs the store's in-process devnet cannot open it: another
+    process (the `serve` or `worker` of this store) holds it."""
+    found = re.search(r"the devnet in (\S+) is open", reason)
+    where = f" ({found.group(1)})" if found else ""
+    return (
+        f"the in-process devnet of this store{where} is in use by another process: the"
+        " `treasury serve` (or `treasury worker`) running on this store holds it, and it"
+        " serves one process at a time. That process's jobs snapshot balances and publish"
+        " yield periods on every pass; `treasury yield periods --json` and `yield show"
+        " PERIOD --json` read what it published without the chain. To run this command"
+        " here, stop that process first (or run the chain apart with `treasury devnet` and"
+        " configure its URL, so that several processes share it)"
+    )
 
 
 # -- formatting ---------------------------------------------------------------------------

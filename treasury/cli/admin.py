@@ -11,6 +11,7 @@ import click
 from ..admin import Organization
 from ..admin.scopes import SCOPES
 from ..audit import checkpoints
+from ..errors import ValidationError
 from ._shared import (
     command,
     emit,
@@ -99,8 +100,17 @@ def orgs_list(ctx: click.Context) -> None:
 @click.pass_context
 def orgs_onboard(ctx: click.Context, org_id: str, email: str | None) -> None:
     """Start organization ORG_ID's onboarding with the fiat provider (its hosted KYB
-    link), or show where it stands; fiat operations answer 409 until it is approved."""
-    found = open_treasury(ctx).admin.start_onboarding(org_id, email=email)
+    link), or show where it stands; fiat operations answer 409 until it is approved.
+    A provider whose link needs the business's contact email: without --email (or one
+    configured on the fiat backend) it fails, naming --email."""
+    try:
+        found = open_treasury(ctx).admin.start_onboarding(org_id, email=email)
+    except ValidationError as error:
+        named = [problem.get("field") for problem in (error.details or {}).get("fields", [])]
+        if email is None and "email" in named:
+            hint = "pass --email EMAIL (the business's contact email)"
+            fail(ctx, f"{error.message}: {hint}", error.details)
+        raise
     emit(
         ctx,
         found.to_json(),

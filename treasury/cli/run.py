@@ -23,6 +23,8 @@ from ._shared import (
     DEFAULT_CONFIG,
     State,
     command,
+    devnet_in_memory,
+    devnets_in_memory,
     emit,
     fail,
     in_process_chains,
@@ -148,6 +150,8 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{getattr(server, 'effective_port', port)}/v1"
     emit(ctx, {"url": url}, lambda: [f"Serving the treasury API on {url} (Ctrl+C to stop)"])
+    for chain_id in devnets_in_memory(t):
+        log.warning("warning: %s", devnet_in_memory(chain_id))
     if worker:
         log.info("jobs: a pass every %gs in this process", interval)
     else:

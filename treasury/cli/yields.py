@@ -7,7 +7,16 @@ import click
 from .._infra.models import ListOf
 from .._treasury import Treasury
 from ..money import to_units
-from ._shared import command, emit, fail, in_process_chains, open_treasury, table, when
+from ._shared import (
+    command,
+    devnets_in_memory,
+    emit,
+    fail,
+    in_process_chains,
+    open_treasury,
+    table,
+    when,
+)
 
 
 def c0(t: Treasury, chain_id: int, raw: str) -> str:
@@ -31,21 +40,24 @@ def periods(ctx: click.Context) -> None:
     t = open_treasury(ctx)
     listed = t.yield_artifacts.list()
     assert isinstance(listed, ListOf)  # without a period id: the list
-    rows = [
-        [
-            p.period_id,
-            str(p.chain_id),
-            when(p.starts_at),
-            str(p.count),
-            c0(t, p.chain_id, p.total),
-            p.root,
+
+    def rows() -> list[list[str]]:  # token units need the chain; --json (raw) does not
+        return [
+            [
+                p.period_id,
+                str(p.chain_id),
+                when(p.starts_at),
+                str(p.count),
+                c0(t, p.chain_id, p.total),
+                p.root,
+            ]
+            for p in listed.data
         ]
-        for p in listed.data
-    ]
+
     emit(
         ctx,
         listed.to_json(),
-        lambda: table(["PERIOD", "CHAIN", "STARTS", "CLAIMS", "TOTAL (c0)", "ROOT"], rows),
+        lambda: table(["PERIOD", "CHAIN", "STARTS", "CLAIMS", "TOTAL (c0)", "ROOT"], rows()),
     )
 
 
@@ -58,18 +70,20 @@ def show(ctx: click.Context, period_id: str, chain_id: int | None) -> None:
     """One published period: its root and every claim (index, account, amount)."""
     t = open_treasury(ctx)
     period = t.yield_artifacts.get(period_id, chain_id)
-    units = t.decimals(period.chain_id, "c0")
-    rows = [[str(leaf.index), leaf.account, to_units(leaf.amount, units)] for leaf in period.leaves]
-    emit(
-        ctx,
-        period.to_json(),
-        lambda: [
+
+    def lines() -> list[str]:  # token units need the chain; --json (raw) does not
+        units = t.decimals(period.chain_id, "c0")
+        rows = [
+            [str(leaf.index), leaf.account, to_units(leaf.amount, units)] for leaf in period.leaves
+        ]
+        return [
             f"Period {period.period_id} on chain {period.chain_id}:"
             f" {when(period.starts_at)} to {when(period.ends_at)}",
             f"Root {period.root}, {period.count} claims, {to_units(period.total, units)} c0",
             *table(["INDEX", "ACCOUNT", "AMOUNT (c0)"], rows),
-        ],
-    )
+        ]
+
+    emit(ctx, period.to_json(), lines)
 
 
 @yield_.command()
@@ -86,6 +100,19 @@ def publish(ctx: click.Context, period_now: bool, chain_id: int | None) -> None:
     of `serve` or `worker` does); say why when nothing was published. --period-now
     closes the current period at once (a trial on a test chain; it stays closed)."""
     t = open_treasury(ctx)
+    for in_process in in_process_chains(t.settings):  # held by a `serve` of this store?
+        if chain_id in (None, in_process):
+            t.chain(in_process)  # LedgerInUse: said plainly (`command`), nothing attempted
+    for apart in devnets_in_memory(t):
+        if chain_id in (None, apart) and not period_now:
+            click.echo(
+                f"warning: chain {apart} is an in-process devnet kept in memory: this command"
+                " snapshots a chain of its own, not the one a `treasury serve` runs (whose"
+                " jobs snapshot and publish on every pass). Keep the devnet in a file"
+                f' (treasury.toml [chains] {apart} = "devnet:///treasury.chain") or run'
+                " `treasury devnet` and give its URL, to publish from here",
+                err=True,
+            )
     if period_now:
         _publish_now(ctx, t, chain_id)
         return

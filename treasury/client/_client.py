@@ -1,5 +1,7 @@
 """`TreasuryClient`: the /v1 API of a remote treasury, with the library's own groups,
-models and errors, built from the table of operations (nothing is written per endpoint).
+models and errors. Its groups and methods are declared in `_generated` (written from the
+table of operations by ``scripts/generate_client.py``; nothing is written per endpoint),
+so that mypy and IDEs see each method's parameters and the core's own return models.
 
 ``c.wallets.create(label="Ops")`` sends ``POST /v1/wallets`` and returns a `Wallet`, as
 ``org.wallets.create(label="Ops")`` does in-process; an error answer raises the class the
@@ -11,6 +13,9 @@ Retries (at most `max_retries`, waiting `backoff` * 2^n): a connection that coul
 made; any connection error of a request carrying an Idempotency-Key or of a GET; 409
 while the same key is in flight; 429 after its ``Retry-After``. Every POST that takes an
 Idempotency-Key gets one when none is given, the same for all its retries.
+
+Importing the client loads the models and the errors, not the core (no storage, no
+chain, no operations).
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from typing import Any, Self
+from datetime import datetime
+from typing import Any, Self, TypeVar, cast
 from urllib.parse import urlsplit
 
 import httpx
@@ -26,14 +32,18 @@ from pydantic import BaseModel, TypeAdapter
 
 from .._infra.models import Replayable
 from ..errors import IdempotencyInFlight, RateLimited, TreasuryError
-from ..operations import IDEMPOTENCY_HEADER, OPERATIONS, PREFIX, Operation
+from ..transfers.models import Transfer
+from ._generated import IDEMPOTENCY_HEADER, PREFIX, Groups
+from ._spec import Spec
 
 __all__ = ["TreasuryClient"]
 
 RETRY_AFTER_CAP = 60.0  # seconds: a longer Retry-After is raised, not slept through
 
+R = TypeVar("R")
 
-class TreasuryClient:
+
+class TreasuryClient(Groups):
     """A typed client of ``{base_url}/v1`` (``prefix``), authenticated by `api_key`.
 
     `base_url` may end with the prefix or not: ``http://127.0.0.1:8000`` and the
@@ -57,15 +67,7 @@ class TreasuryClient:
         self._base = base if prefix and given.endswith(prefix) else base + prefix
         self._headers = {"x-api-key": api_key} if api_key else {}
         self.max_retries, self.backoff = max_retries, backoff
-        groups: dict[str, _Group] = {}
-        for operation in OPERATIONS:
-            group, method = operation.name.split(".")
-            setattr(groups.setdefault(group, _Group(group)), method, _Call(self, operation))
-        for name, group_object in groups.items():
-            setattr(self, name, group_object)
-
-    def __getattr__(self, name: str) -> Any:  # the groups, for type checkers
-        raise AttributeError(f"{type(self).__name__} has no group {name!r}")
+        super().__init__(self._call)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self._base}>"
@@ -80,17 +82,49 @@ class TreasuryClient:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def iterate_transfers(self, *, limit: int = 200) -> Iterator[Any]:
+    def iterate_transfers(self, *, limit: int = 200) -> Iterator[Transfer]:
         """Every transfer of the feed, newest first, page after page."""
         cursor = None
         while True:
-            page = self.transfers.list(limit=limit, **({"cursor": cursor} if cursor else {}))
+            page = self.transfers.list(limit=limit, cursor=cursor)
             yield from page.data
             cursor = page.next_cursor
             if cursor is None:
                 return
 
-    def _send(self, operation: Operation[Any], request: httpx.Request) -> Any:
+    def _call(
+        self,
+        spec: Spec[R],
+        path: tuple[Any, ...],
+        args: tuple[Any, ...],
+        fields: dict[str, Any],
+        idempotency_key: str | None,
+    ) -> R:
+        """One operation as a method: the in-process method's arguments, sent."""
+        url = spec.path
+        for name, value in zip(spec.params, path, strict=True):
+            url = url.replace("{" + name + "}", str(value))
+        model = spec.body or spec.query
+        if model is None and (args or fields):
+            raise TypeError(f"{spec.name} takes no body or query")
+        payload = _payload(model, args, fields) if model is not None else None
+        if spec.selected_by is not None and (payload or {}).get(spec.selected_by) is None:
+            raise TypeError(f"{spec.name} takes {spec.selected_by}")  # else another operation
+        headers = dict(self._headers)
+        if spec.accept is not None:  # the same route, answered in that media type
+            headers["Accept"] = spec.accept
+        if spec.idempotency is not None and (idempotency_key or spec.method == "POST"):
+            headers[IDEMPOTENCY_HEADER] = idempotency_key or f"trc_{uuid.uuid4().hex}"
+        request = self._http.build_request(
+            spec.method,
+            self._base + url,
+            headers=headers,
+            json=payload if spec.body is not None else None,
+            params=payload if spec.query is not None else None,
+        )
+        return self._send(spec, request)
+
+    def _send(self, spec: Spec[R], request: httpx.Request) -> R:
         """Send with the retry policy; the answer parsed as the operation's response."""
         for attempt in range(self.max_retries + 1):
             last = attempt == self.max_retries
@@ -103,10 +137,10 @@ class TreasuryClient:
                 if last or not (request.method == "GET" or IDEMPOTENCY_HEADER in request.headers):
                     raise
             else:
-                if answer.status_code == operation.status:
-                    if operation.csv is not None:  # the CSV document itself
-                        return answer.text
-                    result = TypeAdapter(operation.response).validate_json(answer.content)
+                if answer.status_code == spec.status:
+                    if spec.csv:  # the CSV document itself
+                        return cast(R, answer.text)
+                    result = TypeAdapter(spec.response).validate_json(answer.content)
                     replayed = answer.headers.get("Idempotent-Replayed") == "true"
                     if replayed and isinstance(result, Replayable):
                         result.mark_replayed()
@@ -143,49 +177,6 @@ def _error(answer: httpx.Response) -> TreasuryError:
     return error
 
 
-class _Group:
-    """One resource group (``c.wallets``); its methods are `_Call`s."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __repr__(self) -> str:
-        return f"<TreasuryClient.{self._name}>"
-
-
-class _Call:
-    """One operation as a method, taking the in-process method's arguments."""
-
-    def __init__(self, client: TreasuryClient, operation: Operation[Any]) -> None:
-        self._client, self._operation = client, operation
-        self.__doc__ = operation.summary
-
-    def __call__(self, *args: Any, idempotency_key: str | None = None, **fields: Any) -> Any:
-        op = self._operation
-        names = [param.name for param in op.path_params]
-        if len(args) < len(names):
-            raise TypeError(f"{op.name} takes {', '.join(names)} first")
-        path = op.path
-        for name, value in zip(names, args, strict=False):
-            path = path.replace("{" + name + "}", str(value))
-        rest = args[len(names) :]
-        model = op.body or op.query
-        payload = _payload(model, rest, fields) if model is not None else None
-        if op.selected_by is not None and (payload or {}).get(op.selected_by) is None:
-            raise TypeError(f"{op.name} takes {op.selected_by}")  # else another operation
-        headers = dict(self._client._headers)
-        if op.idempotency is not None and (idempotency_key or op.method == "POST"):
-            headers[IDEMPOTENCY_HEADER] = idempotency_key or f"trc_{uuid.uuid4().hex}"
-        request = self._client._http.build_request(
-            op.method,
-            self._client._base + path,
-            headers=headers,
-            json=payload if op.body is not None else None,
-            params=payload if op.query is not None else None,
-        )
-        return self._client._send(op, request)
-
-
 def _payload(model: type[BaseModel], args: tuple[Any, ...], fields: Mapping[str, Any]) -> Any:
     """What the in-process method would be given, as JSON: a model or mapping, or the
     model's fields by position and by name. Validated where the server validates."""
@@ -201,4 +192,12 @@ def _payload(model: type[BaseModel], args: tuple[Any, ...], fields: Mapping[str,
 
 
 def _plain(value: Any) -> Any:
-    return value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value if isinstance(value, str | int | float | bool | type(None)) else str(value)

@@ -35,7 +35,7 @@ from typing import Any
 from .._infra.chains import TokenMetadata
 from .._infra.jobs import Report
 from .._infra.runtime import Runtime
-from .._records import marks, wallets
+from .._records import marks, postings, wallets
 from .._records.events import emit
 from .._records.transfers import OpenOnramp, caused, open_onramps
 from ..backends.chain.base import Chain, Log
@@ -158,6 +158,22 @@ def _go_back(
             if store.reverse(tx, chain_id, tx_hash, int(index), row["org_id"], now):
                 data = {**_data(chain_id, row, metadata), "reason": "reorg"}
                 _announce(tx, row["org_id"], "deposit.reversed", data, now)
+                postings.deposit(  # out of the books again
+                    tx,
+                    fields={
+                        "chain_id": chain_id,
+                        "tx_hash": tx_hash,
+                        "log_index": int(index),
+                        "org_id": row["org_id"],
+                        "address": row["address"],
+                        "raw": row["raw"],
+                        "block_number": row["block_number"],  # where it was counted
+                    },
+                    token=_symbol(runtime.chains.get(chain_id), row["token"]),
+                    kind="deposit",
+                    now=now,
+                    reversed_=True,
+                )
                 made += 1
         marks.drop(tx, chain_id, "deposit", mark.ref)
     for mark in cursors:
@@ -197,7 +213,7 @@ def _record(
         if log.contract == usdc and _matching(onramps, fields, metadata[log.contract]):
             store.hold(tx, **fields, block_hash=log.block_hash, now=now)
             continue
-        made += _deposit(tx, fields, log.block_hash, metadata, now)
+        made += _deposit(tx, chain, fields, log.block_hash, metadata, now)
     return made
 
 
@@ -233,12 +249,13 @@ def _settle_held(
         if not expired and _matching(onramps, fields, metadata[row["token"]]):
             continue
         store.release(tx, chain_id, row["hash"], fields["log_index"], row["org_id"])
-        made += _deposit(tx, fields, row["block_hash"], metadata, runtime.now_text())
+        made += _deposit(tx, chain, fields, row["block_hash"], metadata, runtime.now_text())
     return made
 
 
 def _deposit(
     tx: Transaction,
+    chain: Chain,
     fields: dict[str, Any],
     block_hash: str,
     metadata: dict[str, TokenMetadata],
@@ -257,6 +274,14 @@ def _deposit(
         marks.put(tx, chain_id, "deposit", ref, fields["block_number"], block_hash)
     if not fresh:
         return 0
+    paid_by = chain.addresses.get("yield_distributor")
+    postings.deposit(  # into the books, in the transaction that records it
+        tx,
+        fields=fields,
+        token=_symbol(chain, fields["token"]),
+        kind="yield_claim" if paid_by is not None and fields["sender"] == paid_by else "deposit",
+        now=now,
+    )
     row = {
         "hash": tx_hash,
         "log_index": log_index,
@@ -320,6 +345,11 @@ def _matching(onramps: list[OpenOnramp], fields: dict[str, Any], meta: TokenMeta
         o.org_id == fields["org_id"] and o.address == fields["address"] and o.amount == amount
         for o in onramps
     )
+
+
+def _symbol(chain: Chain, token: str) -> str:
+    """A token's name in the books (``USDC``, ``USDT``, ``c0``) from its address."""
+    return next((s for s in TOKENS if chain.addresses.get(s) == token), token)
 
 
 def _raw(log: Log) -> int:

@@ -136,3 +136,35 @@ def decode_result(fn: Function, data: bytes | None) -> tuple[object, ...] | None
         return fn.decode(data)
     except Exception:
         return None
+
+
+#: Sub-calls of one ``aggregate3`` sent by `multicall_at`.
+PER_AGGREGATE = 100
+
+
+def multicall_at(
+    chain: Chain, calls: Sequence[tuple[str, Function, tuple[object, ...]]], block: int
+) -> list[tuple[object, ...] | None]:
+    """Many view calls at one block: ``aggregate3``s of `PER_AGGREGATE` sub-calls each,
+    all sent at once (`Chain.calls_at`: a JSON-RPC batch on a node). None where one
+    failed. ⌈len(calls) ÷ 100⌉ ``eth_call``s, whatever else the store holds."""
+    at = chain.addresses["multicall"]
+    chunks = [calls[i : i + PER_AGGREGATE] for i in range(0, len(calls), PER_AGGREGATE)]
+    payloads = [
+        (at, multicall_payload([(target, fn.encode(*args)) for target, fn, args in chunk]))
+        for chunk in chunks
+    ]
+    answers = chain.calls_at(payloads, block) if payloads else []
+    found: list[tuple[object, ...] | None] = []
+    for chunk, data in zip(chunks, answers, strict=True):
+        try:
+            results = multicall_results(data)
+        except MalformedAnswer:
+            results = None
+        if results is None or len(results) != len(chunk):
+            raise UpstreamError(f"the multicall contract at {at} gave no valid answer")
+        found += [
+            decode_result(fn, data if ok else None)
+            for (ok, data), (_, fn, _) in zip(results, chunk, strict=True)
+        ]
+    return found

@@ -75,6 +75,35 @@ def broadcast(chain: Chain, transactions: Sequence[Signed]) -> None:
             raise
 
 
+def broadcast_each(chain: Chain, transactions: Sequence[Signed]) -> list[UpstreamError | None]:
+    """Send stored signed transactions in order, all of them, in as few requests as the
+    chain allows (`Chain.send_raw_transactions`); for each, None when the node has it
+    (taken now, already held, or mined) or the failure, definite or ambiguous as
+    `broadcast` tells them. A failure of the whole is every transaction's."""
+    try:
+        answers = chain.send_raw_transactions([signed.raw for signed in transactions])
+    except UpstreamError as error:
+        return [error] * len(transactions)
+    outcomes: list[UpstreamError | None] = []
+    for signed, answer in zip(transactions, answers, strict=True):
+        if not isinstance(answer, UpstreamError):
+            outcomes.append(None)
+            continue
+        message = answer.message.lower()
+        try:
+            if any(text in message for text in _HELD) or (
+                "nonce too low" in message and _mined(chain, signed)
+            ):
+                outcomes.append(None)
+            elif answer.ambiguous or not any(text in message for text in _REFUSED):
+                outcomes.append(UpstreamError(answer.message, ambiguous=True))
+            else:
+                outcomes.append(answer)
+        except UpstreamError as error:  # the receipt could not be read
+            outcomes.append(error)
+    return outcomes
+
+
 def _mined(chain: Chain, signed: Signed) -> bool:
     """Whether `signed` is mined; not knowing (the look-up failed) is not a refusal."""
     try:
@@ -85,22 +114,27 @@ def _mined(chain: Chain, signed: Signed) -> bool:
 
 def unsigned(raw: bytes) -> dict[str, Any] | None:
     """The fields of a signed EIP-1559 transaction (nonce, to, value, data, gas and its
-    two fee fields), to sign the same payment again at other fees; None for another type."""
-    from eth_account.typed_transactions.typed_transaction import TypedTransaction
-    from hexbytes import HexBytes
+    two fee fields), to sign the same payment again at other fees; None for another type.
+    Read straight from its RLP (the jobs look at every leg in flight, each pass)."""
+    import rlp
 
     if not raw or raw[0] != 2:
         return None
-    fields = TypedTransaction.from_bytes(HexBytes(raw)).as_dict()
+    _, nonce, tip, fee_cap, gas, to, value, data, *_ = rlp.decode(bytes(raw[1:]))
     return {
-        "nonce": fields["nonce"],
-        "to": "0x" + bytes(fields["to"]).hex(),
-        "value": fields["value"],
-        "data": bytes(fields["data"]),
-        "gas": fields["gas"],
-        "maxFeePerGas": fields["maxFeePerGas"],
-        "maxPriorityFeePerGas": fields["maxPriorityFeePerGas"],
+        "nonce": _number(nonce),
+        "to": "0x" + bytes(to).hex(),
+        "value": _number(value),
+        "data": bytes(data),
+        "gas": _number(gas),
+        "maxFeePerGas": _number(fee_cap),
+        "maxPriorityFeePerGas": _number(tip),
     }
+
+
+def _number(field: bytes) -> int:
+    """An RLP quantity: big-endian, no leading zeros (empty is 0)."""
+    return int.from_bytes(field, "big")
 
 
 def raised(
@@ -163,6 +197,32 @@ class Signer:
         }
         raw = self._custody.sign_transaction(custody_ref, transaction)
         return Signed(raw=raw, hash="0x" + keccak(raw).hex(), nonce=nonce)
+
+    def sign_many(
+        self, chain: Chain, *, custody_ref: str, transactions: Sequence[dict[str, Any]]
+    ) -> list[Signed]:
+        """`sign` for several transactions of one key, each a dict of `nonce`, `to`,
+        `data`, `gas` and `fees` (and `value`), signed in one call to custody."""
+        from eth_utils.address import to_checksum_address
+        from eth_utils.crypto import keccak
+
+        prepared = [
+            {
+                "chainId": chain.chain_id,
+                "nonce": t["nonce"],
+                "to": to_checksum_address(t["to"]),  # eth-account refuses all-lowercase
+                "data": t.get("data", b""),
+                "value": t.get("value", 0),
+                "gas": t["gas"],
+                **t["fees"],
+            }
+            for t in transactions
+        ]
+        raws = self._custody.sign_transactions(custody_ref, prepared)
+        return [
+            Signed(raw=raw, hash="0x" + keccak(raw).hex(), nonce=int(t["nonce"]))
+            for raw, t in zip(raws, transactions, strict=True)
+        ]
 
     def send(
         self,

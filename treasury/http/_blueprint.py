@@ -215,7 +215,7 @@ def _view(treasury: Treasury, operations: Sequence[Operation[Any]]) -> Callable[
     only = operations[0] if len(operations) == 1 else None  # else the query selects one
 
     def view(**params: Any) -> Response:
-        operation = only if only is not None else selected(operations, request.args)
+        operation = only if only is not None else selected(operations, request.args, _prefers)
         if operation.public:
             return _answer(operation, treasury, params)
         request_id, new = _access.request_id(request.environ)
@@ -321,6 +321,12 @@ def _immutable(body: str) -> Response:
     if request.if_none_match.contains_weak(digest):
         return Response(status=304, headers=headers)
     return Response(body, 200, headers, mimetype="application/json")
+
+
+def _prefers(media_type: str) -> bool:
+    """Whether the request's ``Accept`` header prefers `media_type` to JSON (no header,
+    or ``*/*``: JSON)."""
+    return request.accept_mimetypes.best_match(["application/json", media_type]) == media_type
 
 
 def _client() -> str:

@@ -94,11 +94,18 @@ def _operation(operations: Sequence[Operation[Any]], schemas: dict[str, Any]) ->
                 "schema": {"type": "string", "minLength": 1, "maxLength": 256},
             }
         )
-    response = functools.reduce(operator.or_, [op.response for op in operations])
-    content = {"application/json": {"schema": _schema(response, schemas)}}
-    if operation.csv is not None:
-        header = ",".join(operation.csv.columns)
-        content = {"text/csv": {"schema": {"type": "string", "description": f"Header: {header}"}}}
+    as_json = [op.response for op in operations if op.csv is None]
+    content: dict[str, Any] = {}
+    if as_json:
+        response = functools.reduce(operator.or_, as_json)
+        content["application/json"] = {"schema": _schema(response, schemas)}
+    for csv in (op for op in operations if op.csv is not None):  # the same route as CSV
+        assert csv.csv is not None
+        header = ",".join(csv.csv.columns)
+        chosen = " (with Accept: text/csv)" if csv.accept is not None else ""
+        content["text/csv"] = {
+            "schema": {"type": "string", "description": f"Header: {header}{chosen}"}
+        }
     answer: dict[str, Any] = {
         "operationId": operation.name,
         "summary": operation.summary,

@@ -238,6 +238,9 @@ def create_server(
         channel_timeout=channel_timeout,
         cleanup_interval=min(channel_timeout, 30),
         max_request_body_size=max_body_bytes + 1,  # waitress refuses a length >= this
+        # a body is held in memory up to the limit and what one read may bring past it
+        # (waitress's own default, 512 KiB), never spooled to disk
+        inbuf_overflow=max_body_bytes + 512 * 1024,
         asyncore_use_poll=True,
         outbuf_high_watermark=OUTPUT_WATERMARK,
         outbuf_overflow=_OVERFLOW,

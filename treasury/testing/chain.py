@@ -351,3 +351,31 @@ class ChainSuite:
             assert log.block_hash == receipt.block_hash
         everything = chain.logs(first, last, tokens, [topic])
         assert len(everything) >= 3  # the unfiltered topic finds the third too
+
+    def test_calls_at_a_block(self, chain: Chain, fund: Fund) -> None:
+        """``eth_call``s against one block's state, in the order asked: at the head they
+        answer as `call` does; at an earlier block, a chain that keeps history answers that
+        block's state and one that does not refuses (`UpstreamError`); above the head,
+        every chain refuses."""
+        owner = Account.create().address
+        fund(owner, "USDC", "2")
+        before = chain.head()
+        fund(owner, "USDC", "3")
+        head = chain.head()
+        assert head > before
+        views = [
+            (chain.addresses["USDC"], calldata("balanceOf(address)", owner)),
+            (chain.addresses["USDC"], calldata("decimals()")),
+        ]
+        answers = chain.calls_at(views, head)
+        assert [int(decode(["uint256"], a)[0]) for a in answers] == [5_000_000, 6]
+        assert answers[0] == chain.call(*views[0])
+        if chain.keeps_history:
+            (then,) = chain.calls_at(views[:1], before)
+            assert int(decode(["uint256"], then)[0]) == 2_000_000
+        else:
+            with pytest.raises(UpstreamError):
+                chain.calls_at(views[:1], before)
+        with pytest.raises(UpstreamError):
+            chain.calls_at(views[:1], head + 1_000)
+        assert chain.calls_at([], head) == []

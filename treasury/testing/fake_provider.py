@@ -356,6 +356,17 @@ class FakeProvider(ThreadingHTTPServer):
         self.accounts[found["id"]] = found
         return found
 
+    def _deactivate_account(
+        self, _: dict[str, str], customer_id: str, account_id: str
+    ) -> dict[str, Any]:
+        """``DELETE /customers/{c}/external_accounts/{a}``: the account is deactivated
+        (kept, ``active: false``); a transfer naming it is refused from then on."""
+        account = self.accounts.get(account_id)
+        if account is None or account["customer_id"] != customer_id:
+            raise _Refused(404, "not_found", "Unknown external account")
+        account["active"] = False
+        return account
+
     def _create_transfer(self, body: dict[str, Any]) -> dict[str, Any]:
         customer_id = str(body.get("on_behalf_of", ""))
         self._approved(customer_id)
@@ -397,7 +408,7 @@ class FakeProvider(ThreadingHTTPServer):
             )
             assert isinstance(source, dict) and isinstance(destination, dict)
             account = self.accounts.get(destination["external_account_id"])
-            if account is None or account["customer_id"] != customer_id:
+            if account is None or account["customer_id"] != customer_id or not account["active"]:
                 raise _Refused(
                     400, "not_found", "Unknown external account", "destination.external_account_id"
                 )
@@ -575,6 +586,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], Callable[..., dict[str, Any]]]] = [
     ("POST", re.compile(_C + "/simulate_kyc_approval"), FakeProvider._simulate_kyc_approval),
     ("GET", re.compile(_C + "/transfers"), FakeProvider._customer_transfers),
     ("POST", re.compile(_C + "/external_accounts"), FakeProvider._create_account),
+    ("DELETE", re.compile(_C + r"/external_accounts/([^/]+)"), FakeProvider._deactivate_account),
     ("POST", re.compile(_C + "/wallets"), FakeProvider._create_wallet),
     ("GET", re.compile(_C + r"/wallets/([^/]+)"), FakeProvider._get_wallet),
     ("POST", re.compile(_C + "/virtual_accounts"), FakeProvider._create_virtual_account),

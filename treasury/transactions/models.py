@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from .._infra.models import Address, PageQuery, Replayable, Timestamped
-from .._records.transactions import TransactionStatus, TransactionType
-from ..backends.storage.base import Row
+from .._records.transactions import TrackedType, TransactionStatus
+
+if TYPE_CHECKING:
+    from ..backends.storage.base import Row
 
 
 class TransactionsQuery(PageQuery):
@@ -41,7 +44,7 @@ class Transaction(Timestamped):
     hash: str
     chain_id: int
     status: TransactionStatus
-    type: TransactionType
+    type: TrackedType
     from_: str = Field(alias="from")
     contract: str
     token: str

@@ -1,7 +1,8 @@
 """The approvals' jobs: start the approved transfers, expire those left unanswered.
 
 An approved transfer starts as any transfer does after its claim: a swap's legs are
-signed now (they were not while it awaited), stored with it as it becomes a claim
+signed now (they were not while it awaited; a pass that finds its wallet without room
+among its legs in flight, `runs`, leaves it for a later one), stored with it as it becomes a claim
 (stage ``claimed``, leased to this pass), then the same perform and record as a request
 (`idempotency.finish`); a crash after that is finished by `finish_transfers`. A transfer
 awaiting a decision for 72 hours fails with ``"approval expired"``.
@@ -18,7 +19,7 @@ from .._infra.runtime import Runtime
 from .._records import nonces, wallets
 from .._records.transfers import RECORDED
 from ..backends.storage.base import Row
-from . import onchain, store
+from . import onchain, runs, store
 from .models import ONCHAIN, TransferSide
 from .operations import STEPS
 
@@ -80,6 +81,8 @@ def _claim(runtime: Runtime, row: Row) -> bool:
         return True
 
     with runtime.signer.holding(chain_id, wallet):
+        if not runs.has_room(runtime, chain, wallet):  # its wallet's legs in flight: later
+            return False
         return nonces.apart(sign_and_store)
 
 

@@ -15,7 +15,7 @@ from decimal import Decimal
 from .._infra.idempotency import Upstream
 from .._infra.models import ZERO_ADDRESS
 from .._infra.runtime import Runtime
-from .._records import bank_accounts, customers, nonces, wallets
+from .._records import bank_accounts, customers, nonces, postings, wallets
 from .._records import transactions as tracked
 from .._records.transactions import RecordTransaction
 from .._records.transfers import CLAIMED, RECORDED, Status
@@ -217,13 +217,14 @@ def apply(tx: Transaction, runtime: Runtime, row: Row, answer: ProviderTransfer)
         fields["failure"] = failure_reason(answer.state)
     if status == "completed" and row["status"] == "pending":  # through submitted, always
         store.move(tx, row["id"], "submitted", now, box=runtime.secrets)
-    if status != row["status"] and store.move(
+    moved = status != row["status"] and store.move(
         tx, row["id"], status, now, box=runtime.secrets, **fields
-    ):
-        return status
-    if any(row[name] != value for name, value in fields.items()):
+    )
+    if not moved and any(row[name] != value for name, value in fields.items()):
         store.update(tx, row["id"], now, box=runtime.secrets, **fields)
-    return None
+    current = store.get(tx, row["id"]) or row  # into the books, as it stands now
+    postings.provider_state(tx, runtime, current, answer.state, current["status"] == "completed")
+    return status if moved else None
 
 
 def _track_payout(

@@ -11,16 +11,15 @@ from .._infra import idempotency
 from .._infra.clock import to_text
 from .._infra.jobs import Report
 from .._infra.runtime import Runtime
-from .._records import marks, nonces, wallets
+from .._records import breaks, marks, nonces, postings, wallets
 from .._records import transactions as tracked
+from .._records.transactions import RecordTransaction
 from .._records.transfers import Status
 from ..backends.chain.base import Chain
 from ..backends.fiat.base import ProviderTransfer, SimulatedProvider
 from ..backends.storage.base import Row
 from ..errors import UpstreamError
-from ..evm.abi import GET_ETH_BALANCE
-from ..evm.multicall import multicall
-from ..evm.signing import Signed, broadcast, raised, unsigned
+from ..evm.signing import Signed, broadcast, broadcast_each, raised, unsigned
 from . import fiat, onchain, store
 from .operations import STEPS
 
@@ -28,7 +27,9 @@ PER_PASS = 1_000  # open transfers read per job per pass
 PER_CALL = 100  # provider transfers asked for in one call
 #: How a failure reason names a leg, by its tracked-transaction type (swaps otherwise).
 LEG_NAMES = {"approval": "approval", "other": "send"}
-FILL_GAS = 21_000  # a zero-value transfer of a wallet to itself, filling a nonce hole
+FILL_GAS = 21_000  # a plain ETH transfer: a nonce hole filled, a gas station's top-up
+#: The token address a gas top-up's tracked transaction names: ETH itself.
+ETH_ADDRESS = "0x" + "0" * 40
 #: The fiat job's cursor over the provider's updated transfers, and how far back of it
 #: each pass asks again (a change stamped in the same instant as the last one seen).
 CURSOR = "provider_transfers"
@@ -191,13 +192,20 @@ def _settle_legs(runtime: Runtime, chain_id: int, rows: list[Row], report: Repor
                 if older[row["id"]]:
                     onchain.follow_versions(tx, runtime, chain, row, legs[row["id"]])
                 if receipt.status == 1:
-                    if row["pairing"] == "offramp":
-                        continue  # sent: the provider completes it
+                    if row["pairing"] == "offramp":  # sent: the provider completes it
+                        postings.offramp_sent(
+                            tx, runtime, row, receipt.block_number, receipt.transaction_hash
+                        )
+                        continue
                     status, fields = "completed", {}
                 else:
                     status, fields = "failed", {"failure": _reverted(chain, legs[row["id"]])}
             if store.move(tx, row["id"], status, now, box=runtime.secrets, **fields):
                 report.add({f"transfers_{status}": 1})
+                if status == "completed" and receipt is not None:  # into the books
+                    postings.swap_settled(
+                        tx, runtime, row, receipt.block_number, receipt.transaction_hash
+                    )
 
 
 def settle_reorged(runtime: Runtime, chain_id: int, report: Report) -> None:
@@ -217,6 +225,16 @@ def settle_reorged(runtime: Runtime, chain_id: int, report: Report) -> None:
                 legs = store.legs(tx, mark.ref) if row is not None else []
                 mined_raw = store.version_raw(tx, row["transaction_hash"]) if row else None
             signed = [leg.signed for leg in legs]
+            if row is not None and row["status"] == "completed":  # before it is sent again
+                with runtime.storage.transaction() as tx:
+                    breaks.open_missing_movement(
+                        tx,
+                        transfer_id=mark.ref,
+                        chain_id=chain_id,
+                        block_number=mark.block_number,
+                        decimals=lambda token: runtime.chains.decimals(chain_id, token),
+                        now=runtime.now_text(),
+                    )
             if row is not None and signed and mined_raw is not None:  # an earlier version
                 last = signed[-1]
                 signed[-1] = Signed(raw=mined_raw, hash=row["transaction_hash"], nonce=last.nonce)
@@ -273,12 +291,21 @@ def _heal(runtime: Runtime, chain_id: int, sender: str, report: Report) -> None:
                 return  # its request is sending it
             if reprice(runtime, chain, sender, waiting, report):
                 return  # replaced at higher fees, or waiting for gas or under the cap
-            try:  # the run of stored legs from the next nonce (a node may have dropped them)
-                broadcast(chain, [leg.signed for leg in _consecutive(waiting, now)])
-            except UpstreamError as error:
-                if not error.ambiguous:
+            # the run of stored legs from the next nonce that the node does not hold (it
+            # may have dropped them: its pending count stops there), in as few requests as
+            # the chain takes: a payout run keeps many legs in flight
+            run = _consecutive(waiting, now)
+            held = chain.pending_nonce(sender)
+            outcomes = broadcast_each(chain, [leg.signed for leg in run if leg.nonce >= held])
+            if any(error is not None for error in outcomes):
+                if any(error is not None and not error.ambiguous for error in outcomes):
                     report.add(nonce_legs_refused=1)  # the next pass looks again
-            return  # a stored leg is never replaced by a filler
+                return  # a stored leg is never replaced by a filler
+            with runtime.storage.transaction() as tx:  # the legs that waited for gas
+                for transfer_id in dict.fromkeys(leg.transfer_id for leg in run if not leg.sent):
+                    if store.sent_after_waiting(tx, transfer_id, now, runtime.secrets):
+                        report.add(transfers_submitted=1)
+            return
         if not waiting:
             with runtime.storage.transaction() as tx:
                 nonces.hole_closed(tx, chain_id, sender)
@@ -306,6 +333,76 @@ def _heal(runtime: Runtime, chain_id: int, sender: str, report: Report) -> None:
         with runtime.storage.transaction() as tx:
             nonces.hole_closed(tx, chain_id, sender)
         report.add(nonce_holes_filled=1, nonces_filled=len(fillers))
+
+
+def top_up(runtime: Runtime, chain: Chain, wallet: str, amount: int, report: Report) -> None:
+    """Send `amount` wei to `wallet` from its organization's gas station, once per need:
+    not while an earlier top-up of the wallet is unmined (it is settled once its receipt
+    is there). The top-up is a tracked transaction of the station, type ``gas``."""
+    chain_id, now = chain.chain_id, runtime.now_text()
+    with runtime.storage.read() as tx:
+        owner = wallets.managed_by_address(tx, wallet)
+        earlier = store.open_top_up(tx, chain_id, wallet)
+    if earlier is not None:
+        if chain.receipts([earlier])[0] is None:
+            return  # on its way
+        with runtime.storage.transaction() as tx:
+            store.top_up_settled(tx, earlier)
+        return  # the next pass sees the wallet's new balance
+    if owner is None or amount <= 0:
+        return
+    found = onchain.station(runtime, chain, owner["org_id"], wallet)
+    if found is None:
+        report.condition(
+            f"wallet {wallet}",
+            "its legs wait for ETH to pay their gas",
+            count="wallets_without_gas",
+        )
+        return
+    with runtime.storage.read() as tx:
+        station = wallets.by_address(tx, owner["org_id"], found.address)
+        floor = nonces.next_free_nonce(tx, chain_id, found.address)
+    if station is None or found.eth < amount:
+        report.condition(
+            f"wallet {wallet}",
+            f"its gas station {found.address} cannot pay its top-up",
+            count="gas_stations_short",
+        )
+        return
+    with runtime.signer.holding(chain_id, found.address):
+        nonce = max(chain.pending_nonce(found.address), floor)
+        signed = runtime.signer.sign(
+            chain,
+            custody_ref=station["custody_ref"],
+            nonce=nonce,
+            to=wallet,
+            value=amount,
+            gas=FILL_GAS,
+            fees=chain.offered_fees(),
+        )
+        with runtime.storage.transaction() as tx:
+            store.top_up_sent(tx, chain_id, wallet, found.address, signed.hash, amount, now)
+            request = RecordTransaction.model_validate(
+                {
+                    "hash": signed.hash,
+                    "type": "other",
+                    "from": found.address,
+                    "contract": wallet,
+                    "token": ETH_ADDRESS,
+                    "amount": str(amount),
+                    "walletId": station["id"],
+                }
+            )
+            tracked.insert(tx, owner["org_id"], chain_id, request, station, now, kind="gas")
+        try:
+            broadcast(chain, [signed])
+        except UpstreamError as error:
+            if not error.ambiguous:  # it never left: the next pass may try again
+                with runtime.storage.transaction() as tx:
+                    store.top_up_refused(tx, signed.hash)
+                    tracked.forget_pending(tx, chain_id, signed.hash)
+            raise
+    report.add(gas_top_ups=1)
 
 
 def _consecutive(waiting: list[nonces.Waiting], now: str) -> list[nonces.Waiting]:
@@ -343,13 +440,14 @@ def reprice(
                 store.broadcast_at(tx, chain_id, sender, leg.signed.hash, head)
         custody_ref = wallets.custody_ref(tx, sender)
     offers = {leg.signed.hash: unsigned(leg.signed.raw) for leg in sent}
+    costs = [o["gas"] * o["maxFeePerGas"] + o["value"] for o in offers.values() if o is not None]
     first = offers.get(waiting[0].signed.hash)
     reason: str | None = None
-    if (
-        first is not None
-        and _eth(chain, sender) < first["gas"] * first["maxFeePerGas"] + first["value"]
-    ):
-        reason = "insufficient gas"
+    if first is not None:
+        eth = onchain.eth_balance(chain, sender)
+        if eth < first["gas"] * first["maxFeePerGas"] + first["value"]:
+            reason = "insufficient gas"
+            top_up(runtime, chain, sender, 2 * sum(costs) - eth, report)
     replaced: list[tuple[Signed, Signed]] = []
     if reason is None and base_fee is not None and custody_ref is not None:
         tip = chain.offered_fees().get("maxPriorityFeePerGas", 0)
@@ -384,11 +482,3 @@ def reprice(
         store.waits(tx, [waiting[0].transfer_id], reason)
         store.waits(tx, sorted(set(behind)), "nonce" if reason else None)
     return reason is not None or any(b.hash == waiting[0].signed.hash for b, _ in replaced)
-
-
-def _eth(chain: Chain, wallet: str) -> int:
-    """The wallet's ETH, in wei."""
-    (found,) = multicall(chain, [(chain.addresses["multicall"], GET_ETH_BALANCE, (wallet,))])
-    if found is None:
-        raise UpstreamError("the multicall contract did not answer an ETH balance")
-    return int(str(found[0]))

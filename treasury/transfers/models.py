@@ -7,22 +7,27 @@ refuses, and the four accepted pairings, each named by what it does.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Annotated, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
     AwareDatetime,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
+    SerializerFunctionWrapHandler,
     StringConstraints,
     field_validator,
+    model_serializer,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
-from .._infra.idempotency import SealedAtRest
 from .._infra.models import (
     Address,
     Body,
@@ -31,12 +36,16 @@ from .._infra.models import (
     PlainText,
     Replayable,
     Resource,
+    SealedAtRest,
     Timestamped,
 )
 from .._records.bank_accounts import BankAccountSummary, ExternalAccountId
 from .._records.transfers import ApprovalStatus, Status
-from ..backends.fiat.base import BankDeposit
+from ..errors import TreasuryError
 from ..money import to_raw
+
+if TYPE_CHECKING:
+    from ..backends.fiat.base import BankDeposit
 
 Currency = Literal["usd", "usdc", "usdt", "c0"]
 Pairing = Literal["onramp", "offramp", "deposit", "withdraw", "sweep"]
@@ -205,6 +214,86 @@ class Transfer(Timestamped, Replayable, SealedAtRest):
     def holds_secret(self) -> bool:
         """Deposit instructions hold the provider's account number: sealed at rest."""
         return self.deposit_instructions is not None
+
+
+#: The most transfers one payout run (`POST /v1/transfers/batch`) may carry.
+BATCH_MAX = 1_000
+
+
+class CreateTransferBatch(Body):
+    """A payout run: 1 to 1,000 transfer bodies (each as `POST /v1/transfers` takes it,
+    judged on its own: an item that is not a valid body is refused alone), and whether
+    they are accepted all together or none (`atomic`)."""
+
+    items: Annotated[list[Any], Field(min_length=1, max_length=BATCH_MAX)]
+    atomic: bool = False
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        """Its items as what they should be: transfer bodies (each is checked alone)."""
+        schema = handler.resolve_ref_schema(handler(core_schema))
+        items = schema["properties"]["items"]
+        items["items"] = handler(CreateTransfer.__pydantic_core_schema__)
+        items["description"] = "Transfer bodies, as POST /v1/transfers takes them"
+        return schema
+
+
+class BatchItem(Resource):
+    """One item of a payout run's answer: its `index` in the request, `status` the HTTP
+    status `POST /v1/transfers` would answer for it (201, or its 4xx or 5xx), and either
+    `transfer` (the 201 body) or `error` (the error body)."""
+
+    index: int
+    status: int
+    transfer: Transfer | None = None
+    error: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _one_of(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        # (no return annotation: pydantic would take it as the answer's JSON Schema)
+        shown = handler(self)
+        absent = [name for name in ("transfer", "error") if shown.get(name) is None]
+        return {name: value for name, value in shown.items() if name not in absent}
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the item was accepted (201): its transfer will end final."""
+        return self.transfer is not None
+
+    def exception(self) -> TreasuryError | None:
+        """The item's error as the library's class (`ValidationError`, ...), or None."""
+        if self.error is None:
+            return None
+        return TreasuryError.from_body(self.status, self.error)
+
+    def result(self) -> Transfer:
+        """The item's transfer; its error raised if it was refused."""
+        if self.transfer is None:
+            error = self.exception()
+            raise error if error is not None else TreasuryError("no transfer and no error")
+        return self.transfer
+
+
+class TransferBatch(Replayable, SealedAtRest):
+    """The answer of a payout run: one `BatchItem` per item, in the request's order.
+    Iterating over it, ``len()`` and indexing reach the items."""
+
+    data: list[BatchItem]
+
+    def holds_secret(self) -> bool:
+        """On-ramps' deposit instructions hold the provider's account number."""
+        return any(item.transfer is not None and item.transfer.holds_secret() for item in self.data)
+
+    def __iter__(self) -> Iterator[BatchItem]:  # type: ignore[override]
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, index: int) -> BatchItem:
+        return self.data[index]
 
 
 def _in_range(moment: datetime) -> datetime:

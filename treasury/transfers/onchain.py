@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from .._infra.chains import ETH, TokenMetadata
 from .._infra.idempotency import Upstream
 from .._infra.runtime import Runtime
-from .._records import nonces, wallets
+from .._records import nonces, policy, wallets
 from .._records import transactions as tracked
 from .._records.transactions import RecordTransaction
 from .._records.transfers import CLAIMED, RECORDED, Status
@@ -58,11 +58,23 @@ class Swap:
 
 
 @dataclass(frozen=True)
+class Station:
+    """An organization's gas station (policy `gasStation`) as the chain showed it: its
+    address, its ETH and how many of its transactions were mined when that was read."""
+
+    address: str
+    eth: int
+    mined: int
+
+
+@dataclass(frozen=True)
 class Reserve:
     """What a transfer will hold of its source wallet until it is final (`raw` units of
     `token`, `wei` of gas at its signed fee), and what the chain showed the wallet
     holding: `balance` and `eth`, read after `mined` of its transactions were mined.
-    `check` compares them with what the wallet's unfinished transfers already hold."""
+    `check` compares them with what the wallet's unfinished transfers already hold; with
+    a gas `station`, the station's ETH may pay the gas the wallet lacks (`short_of_gas`:
+    the legs then wait for its top-up before they are sent)."""
 
     chain_id: int
     wallet: str
@@ -73,6 +85,13 @@ class Reserve:
     eth: int
     mined: int
     units: TokenMetadata  # the token's, for the refusal's text
+    station: Station | None = None
+
+    def short_of_gas(self, tx: Transaction) -> bool:
+        """Whether the wallet's own ETH, less what its unfinished transfers hold for gas,
+        cannot pay this transfer's gas."""
+        _, held_wei = nonces.reserved(tx, self.chain_id, self.wallet, self.token, self.mined)
+        return max(self.eth - held_wei, 0) < self.wei
 
     def check(self, tx: Transaction) -> None:
         """400 unless the available balance covers the amount and the gas (call under
@@ -88,21 +107,41 @@ class Reserve:
                 f" requested {to_units(self.raw, decimals)}",
             )
         gas = max(self.eth - held_wei, 0)
-        if gas < self.wei:
+        if gas >= self.wei:
+            return
+        if self.station is not None:
+            _, station_held = nonces.reserved(
+                tx, self.chain_id, self.station.address, self.token, self.station.mined
+            )
+            topping = nonces.topping_up(tx, self.chain_id, self.station.address)
+            spare = max(self.station.eth - station_held - topping, 0)
+            if spare >= self.wei - gas:
+                return  # the station pays what the wallet lacks; the legs wait for it
             raise ValidationError.field(
                 "body",
                 "source",
                 f"not enough ETH for gas: available {to_units(gas, ETH.decimals)} ETH,"
-                f" needed {to_units(self.wei, ETH.decimals)}",
+                f" needed {to_units(self.wei, ETH.decimals)}, and the gas station has"
+                f" {to_units(spare, ETH.decimals)} ETH to spare",
             )
+        raise ValidationError.field(
+            "body",
+            "source",
+            f"not enough ETH for gas: available {to_units(gas, ETH.decimals)} ETH,"
+            f" needed {to_units(self.wei, ETH.decimals)}",
+        )
 
-    def columns(self) -> dict[str, str]:
-        """The transfer's reservation columns."""
-        return {
+    def columns(self, tx: Transaction) -> dict[str, str]:
+        """The transfer's reservation columns (call after `check`); a transfer whose
+        wallet waits for the gas station's top-up waits with ``"insufficient gas"``."""
+        columns = {
             "reserve_token": self.token,
             "reserve_raw": str(self.raw),
             "reserve_wei": str(self.wei),
         }
+        if self.station is not None and self.short_of_gas(tx):
+            columns["waiting_reason"] = "insufficient gas"
+        return columns
 
 
 @dataclass(frozen=True)
@@ -141,14 +180,18 @@ def gas_price(fees: dict[str, int]) -> int:
 Planned = list[tuple[str, str, int, bytes, int]]  # kind, to, amount, data, gas
 
 
-def _planned(runtime: Runtime, chain: Chain, swap: Swap, held: Holdings) -> Planned:
+def _planned(
+    runtime: Runtime, chain: Chain, swap: Swap, held: Holdings, spoken_for: int | None = None
+) -> Planned:
     """The legs a swap takes now: an approval when the allowance (less what unfinished
-    swaps may still spend of it) is short, then the swap."""
+    swaps may still spend of it, `spoken_for` when the caller knows it) is short, then
+    the swap."""
     facility = chain.addresses["swap_facility"]
-    with runtime.storage.read() as tx:
-        spoken_for = nonces.unconfirmed_swaps(
-            tx, swap.chain_id, swap.wallet, swap.token_in, facility
-        )
+    if spoken_for is None:
+        with runtime.storage.read() as tx:
+            spoken_for = nonces.unconfirmed_swaps(
+                tx, swap.chain_id, swap.wallet, swap.token_in, facility
+            )
     planned: Planned = []
     if held.allowance - spoken_for < swap.raw:  # an earlier swap may not have spent it yet
         if swap.usdt and held.allowance > 0:
@@ -227,6 +270,26 @@ def send_reserve(runtime: Runtime, chain: Chain, wallet: str, token: str, raw: i
     )
 
 
+def station(runtime: Runtime, chain: Chain, org_id: str, wallet: str) -> Station | None:
+    """The organization's gas station as the chain shows it now (None without one, or
+    when it is the paying wallet itself)."""
+    with runtime.storage.read() as tx:
+        number = policy.read(tx, org_id).gas_station
+        row = None if number is None else wallets.by_number(tx, org_id, number)
+    if row is None or row["address"] == wallet:
+        return None
+    mined = chain.mined_nonce(row["address"])
+    return Station(address=row["address"], eth=eth_balance(chain, row["address"]), mined=mined)
+
+
+def eth_balance(chain: Chain, wallet: str) -> int:
+    """A wallet's ETH, in wei."""
+    (found,) = multicall(chain, [(chain.addresses["multicall"], GET_ETH_BALANCE, (wallet,))])
+    if found is None:
+        raise UpstreamError("the multicall contract did not answer an ETH balance")
+    return int(str(found[0]))
+
+
 def raw_amount(runtime: Runtime, chain_id: int, amount: str, token: str) -> int:
     """Raw units of a transfer amount in a token of the chain (its key in the chain's
     addresses: ``"USDC"``, ``"c0"``), at the decimals the token has (400 if finer)."""
@@ -263,9 +326,15 @@ def evidence(chain: Chain, sender: str, leg: store.Leg) -> str | None:
     return "replaced" if mined > leg.signed.nonce else None
 
 
+@dataclass(frozen=True)
+class Deferred:
+    """Nothing was broadcast: the wallet waits for its gas station's top-up; the legs
+    are stored and the job sends them once the wallet can pay (`transfers.jobs`)."""
+
+
 #: What broadcasting a transfer's legs came to: all sent (None), a leg refused after
-#: earlier ones went out, or the moving leg replaced.
-Sent = Refused | Replaced | None
+#: earlier ones went out, the moving leg replaced, or nothing sent yet (waiting for gas).
+Sent = Refused | Replaced | Deferred | None
 
 
 def steps(runtime: Runtime) -> Upstream[Sent, Transfer]:
@@ -278,6 +347,8 @@ def steps(runtime: Runtime) -> Upstream[Sent, Transfer]:
             legs = store.legs(tx, transfer_id)
         if row is None or row["stage"] != CLAIMED:
             return None  # finished meanwhile by another finisher
+        if row["waiting_reason"] == "insufficient gas" and not row["ambiguous"]:
+            return Deferred()  # the gas station's top-up comes first (`reprice`)
         chain = runtime.chains.get(row["chain_id"])
         doubted = bool(row["ambiguous"])
         with runtime.signer.holding(row["chain_id"], row["wallet_address"]):
@@ -309,6 +380,10 @@ def record_sent(
     `status` (None: it stays where it is, for the provider to move)."""
     transfer_id, now = row["id"], runtime.now_text()
     legs = store.legs(tx, transfer_id)
+    if isinstance(sent, Deferred):  # recorded: its legs are the job's to send
+        track_legs(tx, row, legs, now)
+        store.update(tx, transfer_id, now, box=runtime.secrets, stage=RECORDED)
+        return
     store.mark_sent(tx, transfer_id)
     if isinstance(sent, Refused):
         track_legs(tx, row, legs[: sent.position], now)
@@ -368,3 +443,68 @@ def track_legs(tx: Transaction, row: dict[str, object], legs: list[store.Leg], n
             }
         )
         tracked.insert(tx, org_id, chain_id, request, wallet, now)
+
+
+# -- payout runs: several swaps of one wallet at once -----------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A swap's legs as they will be signed (none signed yet: `sign_plans`), and what the
+    swap will hold of its wallet."""
+
+    swap: Swap
+    legs: Planned
+    reserve: Reserve
+    fees: dict[str, int]
+
+
+def plan_swaps(runtime: Runtime, chain: Chain, swaps: list[Swap]) -> list[Plan | ValidationError]:
+    """Swaps of one wallet planned as if signed one after another (a payout run): the
+    wallet read once per token, today's fee read once, and each swap's approval decided
+    with what the swaps before it may still spend of the allowance. A swap refused now
+    (c0 cannot give its amount back) is its 400 in its place, and spends nothing."""
+    fees = chain.offered_fees()
+    facility = chain.addresses["swap_facility"]
+    held: dict[str, Holdings] = {}
+    spoken_for: dict[str, int] = {}
+    plans: list[Plan | ValidationError] = []
+    for swap in swaps:
+        token = swap.token_in
+        if token not in held:
+            held[token] = holdings(chain, swap.wallet, token)
+            with runtime.storage.read() as tx:
+                spoken_for[token] = nonces.unconfirmed_swaps(
+                    tx, swap.chain_id, swap.wallet, token, facility
+                )
+        try:
+            planned = _planned(runtime, chain, swap, held[token], spoken_for[token])
+        except ValidationError as error:
+            plans.append(error)
+            continue
+        spoken_for[token] += swap.raw
+        plans.append(Plan(swap, planned, _reserve(runtime, swap, held[token], fees, planned), fees))
+    return plans
+
+
+def sign_plans(
+    runtime: Runtime, chain: Chain, plans: list[Plan], nonce: int
+) -> list[list[store.Leg]]:
+    """Sign planned swaps of one wallet, their legs with consecutive nonces from `nonce`
+    in order, in one call to custody (call under the wallet's lock)."""
+    if not plans:
+        return []
+    wanted = []
+    for plan in plans:
+        for _, to, _, data, gas in plan.legs:
+            wanted.append({"nonce": nonce, "to": to, "data": data, "gas": gas, "fees": plan.fees})
+            nonce += 1
+    custody_ref = plans[0].swap.custody_ref
+    signed = iter(runtime.signer.sign_many(chain, custody_ref=custody_ref, transactions=wanted))
+    return [
+        [
+            store.Leg(kind, to, plan.swap.token_in, amount, next(signed))
+            for kind, to, amount, _, _ in plan.legs
+        ]
+        for plan in plans
+    ]

@@ -7,6 +7,7 @@ pairing), the upstream step outside any transaction, the record.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,24 +18,26 @@ from typing import Any
 from .._infra import audit
 from .._infra.clock import to_text
 from .._infra.group import Group
-from .._infra.idempotency import LEASE, Upstream, WriteAhead
+from .._infra.idempotency import LEASE, Hold, Upstream, WriteAhead, run_composite
 from .._infra.identity import same_user
 from .._infra.models import ListOf, Page, PageQuery
 from .._infra.pagination import Cursors, page_of
 from .._infra.runtime import Runtime
-from .._infra.validation import parse_input, parse_value
+from .._infra.validation import parse, parse_input, parse_value
 from .._records import bank_accounts, customers, nonces, policy, wallets
 from .._records.bank_accounts import BankAccountSummary, parse_external_id
 from .._records.transfers import RECORDED, ApprovalStatus
 from ..backends.storage.base import Row, Transaction
 from ..errors import Conflict, Forbidden, NotFound, ValidationError
-from . import fiat, onchain, store
+from . import batch, fiat, onchain, runs, store
 from .models import (
     CreateTransfer,
+    CreateTransferBatch,
     Currency,
     ExportQuery,
     Pairing,
     Transfer,
+    TransferBatch,
     TransferSide,
 )
 
@@ -50,6 +53,10 @@ STEPS: dict[str, Callable[[Runtime], Upstream[Any, Transfer]]] = {
 DAY = timedelta(hours=24)
 #: The failure reason of a transfer rejected by its approver.
 REJECTED = "rejected"
+
+
+class _NoRoom(Exception):
+    """The wallet of a swap has no room for its legs among its legs in flight: queue it."""
 
 
 @dataclass(frozen=True)
@@ -74,16 +81,11 @@ class Transfers(Group):
         (deposit), c0 → USDC (withdraw). The pairing of `source` and `destination`
         selects the executor; 400 with field details for anything refused."""
         request = parse_input(CreateTransfer, body, fields)
-        if problems := request.problems():
-            raise ValidationError.fields(problems)
-        pairing = request.pairing
-        assert pairing is not None
+        pairing, rules = self._judge(request)
         runtime = self._scope.runtime
         chain_id = runtime.chains.primary
-        rules = policy.read(runtime.storage, self._scope.org_id)
-        self._check_destination(request, pairing, rules)
         if rules.needs_approval(Decimal(request.amount)):
-            return self._awaiting(request, pairing, chain_id, idempotency_key)
+            return self._accepted(request, pairing, chain_id, idempotency_key, awaiting=True)
         steps = STEPS[pairing](runtime)
         if pairing == "onramp":
             return self._in_two_phases(
@@ -94,22 +96,51 @@ class Transfers(Group):
                 steps,
                 Transfer,
             )
-        checks = self._offramp if pairing == "offramp" else self._swap
+        wallet = str(request.source.from_address)
+
+        def checks() -> WriteAhead:
+            if pairing == "offramp":
+                return self._offramp(request, pairing, chain_id)
+            if not runs.has_room(runtime, runtime.chains.get(chain_id), wallet):
+                raise _NoRoom  # (once its key is looked at: a replay needs no room)
+            return self._swap(request, pairing, chain_id)
 
         def create() -> Transfer:
-            return self._in_two_phases(
-                "create",
-                idempotency_key,
-                request,
-                lambda: checks(request, pairing, chain_id),
-                steps,
-                Transfer,
-            )
+            return self._in_two_phases("create", idempotency_key, request, checks, steps, Transfer)
 
-        with runtime.signer.holding(chain_id, str(request.source.from_address)):
+        with runtime.signer.holding(chain_id, wallet):
             if pairing == "offramp":  # signs its send after its claim, apart there
                 return create()
-            return nonces.apart(create)  # a swap's legs are stored in its claim
+            try:
+                return nonces.apart(create)  # a swap's legs are stored in its claim
+            except _NoRoom:  # its legs are signed when its wallet has room for them
+                queued = runs.place(runtime.now())
+                return self._accepted(request, pairing, chain_id, idempotency_key, queued=queued)
+
+    def create_batch(
+        self,
+        items: CreateTransferBatch | Mapping[str, Any] | Sequence[Any] | None = None,
+        *,
+        atomic: bool = False,
+        idempotency_key: str | None = None,
+    ) -> TransferBatch:
+        """A payout run: 1 to 1,000 transfer bodies, each judged as `create` would judge
+        it, under its own key ``"{idempotency_key}:{index}"``. The answer lists each
+        item's status in order (201 with its transfer, or the error `create` would
+        raise); with `atomic`, every item is accepted or, at the first refusal (a 400
+        naming ``items.<index>``), none is written. The same key replays the whole
+        answer. `items` is the list of bodies, or the whole request body."""
+        if isinstance(items, CreateTransferBatch | Mapping):
+            request = parse(CreateTransferBatch, items)
+        else:
+            request = parse(CreateTransferBatch, {"items": list(items or []), "atomic": atomic})
+
+        def run(hold: Hold) -> tuple[TransferBatch, bool]:
+            return batch.run(self, request, idempotency_key, hold, STEPS)
+
+        printed = batch.fingerprinted(request)
+        operation = self._operation("create_batch")
+        return run_composite(self._scope, idempotency_key, operation, printed, run, TransferBatch)
 
     def approve(self, transfer_id: str) -> Transfer:
         """Approve a transfer awaiting approval (four eyes: not by the user who created
@@ -169,6 +200,17 @@ class Transfers(Group):
 
     # -- the policy and approvals ---------------------------------------------------------
 
+    def _judge(self, request: CreateTransfer) -> tuple[Pairing, policy.Rules]:
+        """What every creation checks first: the rules across fields, the pairing, the
+        policy's destinations. The pairing and the policy (400 on a refusal)."""
+        if problems := request.problems():
+            raise ValidationError.fields(problems)
+        pairing = request.pairing
+        assert pairing is not None
+        rules = policy.read(self._scope.runtime.storage, self._scope.org_id)
+        self._check_destination(request, pairing, rules)
+        return pairing, rules
+
     def _check_destination(
         self, request: CreateTransfer, pairing: Pairing, rules: policy.Rules
     ) -> None:
@@ -196,18 +238,27 @@ class Transfers(Group):
                 f" {rules.destination_cooldown_hours} hours ago (destinationCooldownHours)",
             )
 
-    def _awaiting(
-        self, request: CreateTransfer, pairing: Pairing, chain_id: int, key: str | None
+    def _accepted(
+        self,
+        request: CreateTransfer,
+        pairing: Pairing,
+        chain_id: int,
+        key: str | None,
+        *,
+        awaiting: bool = False,
+        queued: str | None = None,
     ) -> Transfer:
-        """Accept a transfer at or above the approval threshold: checked, reserved and
-        counted like any, announced, and kept awaiting a decision; nothing signed, sent
-        or asked of the provider. Its outcome is kept under its key at once."""
+        """Accept a transfer at or above the approval threshold (`awaiting`), or a swap
+        whose wallet has no room among its legs in flight (`queued`, its place in the
+        wallet's queue): checked, reserved and counted like any, announced, and kept
+        awaiting a decision or room; nothing signed, sent or asked of the provider. Its
+        outcome is kept under its key at once."""
         if pairing == "onramp":
             write_ahead = self._onramp(request, chain_id, awaiting=True)
         elif pairing == "offramp":
             write_ahead = self._offramp(request, pairing, chain_id, awaiting=True)
         else:
-            write_ahead = self._swap(request, pairing, chain_id, awaiting=True)
+            write_ahead = self._swap(request, pairing, chain_id, awaiting=awaiting, queued=queued)
         box = self._scope.runtime.secrets
 
         def accept(tx: Transaction) -> Transfer:
@@ -245,8 +296,26 @@ class Transfers(Group):
     # -- what each pairing checks and claims ----------------------------------------------
 
     def _swap(
-        self, request: CreateTransfer, pairing: Pairing, chain_id: int, awaiting: bool = False
+        self,
+        request: CreateTransfer,
+        pairing: Pairing,
+        chain_id: int,
+        awaiting: bool = False,
+        queued: str | None = None,
     ) -> WriteAhead:
+        runtime = self._scope.runtime
+        chain = runtime.chains.get(chain_id)
+        swap = self._swap_of(request, pairing, chain_id)
+        legs: list[store.Leg] = []
+        if awaiting or queued is not None:  # signed once approved, or once there is room
+            reserve = onchain.unsigned_reserve(runtime, chain, swap)
+        else:
+            legs, reserve = onchain.sign_legs(runtime, chain, swap)
+        return self._swap_claim(request, pairing, swap, legs, reserve, awaiting, queued)
+
+    def _swap_of(self, request: CreateTransfer, pairing: Pairing, chain_id: int) -> onchain.Swap:
+        """The swap a deposit or withdrawal makes: from a managed wallet of the
+        organization, to a destination that is no contract of the chain (400 else)."""
         runtime = self._scope.runtime
         chain = runtime.chains.get(chain_id)
         wallet = self._managed_wallet(str(request.source.from_address))
@@ -263,11 +332,27 @@ class Transfers(Group):
             swap_kind="deposit" if deposit else "withdrawal",
         )
         runtime.chains.check_destination(swap.recipient, "destination.to_address", [chain_id])
-        legs: list[store.Leg] = []
-        if awaiting:  # signed once approved
-            reserve = onchain.unsigned_reserve(runtime, chain, swap)
-        else:
-            legs, reserve = onchain.sign_legs(runtime, chain, swap)
+        return swap
+
+    def _swap_claim(
+        self,
+        request: CreateTransfer,
+        pairing: Pairing,
+        swap: onchain.Swap,
+        legs: Sequence[store.Leg],
+        reserve: onchain.Reserve,
+        awaiting: bool = False,
+        queued: str | None = None,
+    ) -> WriteAhead:
+        """The claim of a swap: its row, its signed legs (none while it awaits an
+        approval or room), what it holds of its wallet."""
+        chain_id = swap.chain_id
+        runtime = self._scope.runtime
+        station = onchain.station(
+            runtime, runtime.chains.get(chain_id), self._scope.org_id, swap.wallet
+        )
+        if station is not None:  # the organization's gas station may pay what it lacks
+            reserve = dataclasses.replace(reserve, station=station)
         sides = {
             "source": onchain_side(swap.wallet, chain_id, request.source.currency, request.amount),
             "destination": onchain_side(
@@ -275,7 +360,7 @@ class Transfers(Group):
             ),
         }
         return self._claim_transfer(
-            request, pairing, chain_id, swap.wallet, None, sides, legs, reserve, awaiting
+            request, pairing, chain_id, swap.wallet, None, sides, legs, reserve, awaiting, queued
         )
 
     def _offramp(
@@ -330,6 +415,7 @@ class Transfers(Group):
         legs: Sequence[store.Leg] | None = None,
         reserve: onchain.Reserve | None = None,
         awaiting: bool = False,
+        queued: str | None = None,
     ) -> WriteAhead:
         return claim_transfer(
             self._scope.runtime,
@@ -346,6 +432,7 @@ class Transfers(Group):
             reserve=reserve,
             creator=Creator(self._scope.api_key_id, self._scope.user_id),
             awaiting=awaiting,
+            queued=queued,
         )
 
     def _managed_wallet(self, address: str) -> Row:
@@ -387,10 +474,12 @@ def claim_transfer(
     reserve: onchain.Reserve | None = None,
     creator: Creator | None = None,
     awaiting: bool = False,
+    queued: str | None = None,
 ) -> WriteAhead:
     """The claim of a new transfer (its write-ahead): its row (and its signed legs,
     written ahead), pending and ``claimed`` under a lease that a finishing job honours
-    (or, `awaiting` its approval, accepted and announced; nothing signed). What it takes
+    (or, `awaiting` its approval or `queued` for room among its wallet's legs in flight,
+    accepted and announced; nothing signed). What it takes
     from its wallet (`reserve`) is checked against the available balance under the
     wallet's lock across processes, so concurrent requests cannot together spend more
     than it holds. A request's transfer (one with a `creator`; sweeps are the service's
@@ -423,7 +512,7 @@ def claim_transfer(
                 "created_at": to_text(now),
                 "updated_at": to_text(now),
                 **sides,
-                **(reserve.columns() if reserve is not None else {}),
+                **(reserve.columns(tx) if reserve is not None else {}),
                 **(
                     {"created_by_key": creator.api_key_id, "created_by_user": creator.user_id}
                     if creator is not None
@@ -431,8 +520,11 @@ def claim_transfer(
                 ),
             },
             awaiting=awaiting,
+            queued=queued,
         )
-        if awaiting:
+        if reserve is not None:
+            nonces.note_hold(chain_id, reserve.wallet, reserve.token, reserve.raw, reserve.wei)
+        if awaiting or queued is not None:
             store.announce(tx, transfer_id, "created", to_text(now), runtime.secrets)
         if legs:
             assert wallet is not None

@@ -29,6 +29,7 @@ from .._records.transfers import (
     CLAIMED,
     NEXT,
     OPEN,
+    QUEUED,
     RECORDED,
     ApprovalStatus,
     Status,
@@ -43,7 +44,7 @@ COLUMNS = (
     " source, destination, chain_id, wallet_address, bank_account_id, transaction_hash,"
     " provider_transfer_id, provider_state, deposit_instructions, deposit_address, failure,"
     " lease_until, created_at, updated_at, ambiguous, reserve_token, reserve_raw, reserve_wei,"
-    " approval_status, created_by_user, waiting_reason"
+    " approval_status, created_by_user, waiting_reason, queued"
 )
 #: The purpose under which deposit instructions (account and routing numbers) are sealed.
 INSTRUCTIONS = "deposit-instructions"
@@ -59,6 +60,7 @@ _UPDATABLE = frozenset(
         "failure",
         "lease_until",
         "ambiguous",
+        "waiting_reason",
     }
 )
 
@@ -112,14 +114,20 @@ def side(value: TransferSide) -> str:
     return value.model_dump_json()
 
 
-def insert(tx: Transaction, values: dict[str, Any], *, awaiting: bool = False) -> None:
+def insert(
+    tx: Transaction, values: dict[str, Any], *, awaiting: bool = False, queued: str | None = None
+) -> None:
     """A new transfer: its claim (``pending``, stage ``claimed``), not announced yet; or,
     `awaiting` its approval, accepted (stage ``awaiting``: the caller announces it now,
-    nothing upstream will refuse it before a decision)."""
+    nothing upstream will refuse it before a decision); or `queued` (its place in its
+    wallet's queue) while its wallet has no room among its legs in flight, accepted
+    likewise (stage ``queued``, waiting ``"nonce"``: a job signs it when room frees up)."""
     first: Status = "pending"
     approval: ApprovalStatus = "awaiting" if awaiting else "not_required"
-    stage = AWAITING if awaiting else CLAIMED
+    stage = AWAITING if awaiting else QUEUED if queued is not None else CLAIMED
     values = {**values, "status": first, "stage": stage, "approval_status": approval}
+    if queued is not None and not awaiting:
+        values |= {"queued": queued, "waiting_reason": "nonce"}
     columns = list(values)
     tx.execute(
         f"INSERT INTO transfers ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
@@ -181,19 +189,29 @@ def update(tx: Transaction, transfer_id: str, now: str, *, box: SecretBox, **fie
 def _recorded(tx: Transaction, transfer_id: str, fields: dict[str, Any]) -> bool:
     """Whether `fields` record the claim now: the guarded step from ``claimed`` to
     ``recorded``, taken once whatever the number of finishers; True when it announces
-    ``transfer.created`` (a transfer that awaited approval was announced on acceptance)."""
+    ``transfer.created`` (a transfer that awaited approval, or was queued, was announced
+    on acceptance)."""
     stepped = fields.get("stage") == RECORDED and bool(
         tx.execute(
             "UPDATE transfers SET stage = ? WHERE id = ? AND stage = ?",
             (RECORDED, transfer_id, CLAIMED),
         )
     )
-    return stepped and _approval(tx, transfer_id) == "not_required"
+    return stepped and not _accepted_first(tx, transfer_id)
 
 
 def _approval(tx: Transaction, transfer_id: str) -> ApprovalStatus | None:
     row = tx.one("SELECT approval_status FROM transfers WHERE id = ?", (transfer_id,))
     return None if row is None else row["approval_status"]
+
+
+def _accepted_first(tx: Transaction, transfer_id: str) -> bool:
+    """Whether a transfer was accepted (and announced) before its claim: it awaited an
+    approval, or it was queued for room among its wallet's legs in flight."""
+    row = tx.one("SELECT approval_status, queued FROM transfers WHERE id = ?", (transfer_id,))
+    return row is not None and (
+        row["approval_status"] != "not_required" or row["queued"] is not None
+    )
 
 
 def move(
@@ -230,9 +248,9 @@ def fail_claim(tx: Transaction, transfer_id: str, now: str, box: SecretBox, reas
 
 def remove(tx: Transaction, transfer_id: str, now: str, box: SecretBox) -> None:
     """Forget a claimed transfer that never reached anyone (a definite refusal): it was
-    never announced, and is 404 from now on. One that was approved was announced on
-    acceptance: it fails instead, its unsent legs dropped."""
-    if _approval(tx, transfer_id) == "approved":
+    never announced, and is 404 from now on. One that was approved, or queued, was
+    announced on acceptance: it fails instead, its unsent legs dropped."""
+    if _accepted_first(tx, transfer_id):
         forget_unsent(tx, transfer_id)
         fail_claim(tx, transfer_id, now, box, REFUSED)
         return
@@ -336,6 +354,60 @@ def start(tx: Transaction, transfer_id: str, lease_until: str, **reserve: str) -
             (CLAIMED, lease_until, *reserve.values(), transfer_id, AWAITING, approved),
         )
     )
+
+
+# -- the queue of a wallet's transfers waiting for room among its legs in flight -----------
+
+
+def queued_wallets(tx: Transaction, limit: int) -> list[Row]:
+    """(chain_id, wallet_address) of the wallets with queued transfers."""
+    return tx.query(
+        "SELECT DISTINCT chain_id, wallet_address FROM transfers WHERE stage = ?"
+        " ORDER BY chain_id, wallet_address LIMIT ?",
+        (QUEUED, limit),
+    )
+
+
+def queued(tx: Transaction, chain_id: int, wallet: str, limit: int) -> list[Row]:
+    """A wallet's queued transfers, first in the queue first."""
+    return tx.query(
+        f"SELECT {COLUMNS} FROM transfers WHERE stage = ? AND chain_id = ?"
+        " AND wallet_address = ? ORDER BY queued LIMIT ?",
+        (QUEUED, chain_id, wallet, limit),
+    )
+
+
+def has_queue(tx: Transaction, chain_id: int, wallet: str) -> bool:
+    """Whether a wallet has queued transfers (a new one then queues behind them)."""
+    row = tx.one(
+        "SELECT 1 AS found FROM transfers WHERE stage = ? AND chain_id = ? AND wallet_address = ?"
+        " LIMIT 1",
+        (QUEUED, chain_id, wallet),
+    )
+    return row is not None
+
+
+def start_queued(tx: Transaction, transfer_id: str, lease_until: str, reserve_wei: str) -> bool:
+    """Make a queued transfer a claim (stage ``claimed``, leased to its starter, its gas
+    held at the fee it was signed at, moving again); False when another worker did first."""
+    pending: Status = "pending"
+    return bool(
+        tx.execute(
+            "UPDATE transfers SET stage = ?, lease_until = ?, reserve_wei = ?,"
+            " waiting_reason = NULL WHERE id = ? AND stage = ? AND status = ?",
+            (CLAIMED, lease_until, reserve_wei, transfer_id, QUEUED, pending),
+        )
+    )
+
+
+def release_claims(tx: Transaction, transfer_ids: Sequence[str], now: str) -> None:
+    """End the lease of claims whose request is done with them (it left them in flight
+    after an ambiguous failure): the job finishes them at its next pass."""
+    for transfer_id in transfer_ids:
+        tx.execute(
+            "UPDATE transfers SET lease_until = ? WHERE id = ? AND stage = ?",
+            (now, transfer_id, CLAIMED),
+        )
 
 
 def take_expired_claims(tx: Transaction, now: str, until: str, limit: int) -> list[Row]:
@@ -542,3 +614,49 @@ def waits(tx: Transaction, transfer_ids: Sequence[str], reason: str | None) -> N
             f" AND {changed}",
             (reason, transfer_id) if reason is None else (reason, transfer_id, reason),
         )
+
+
+def sent_after_waiting(tx: Transaction, transfer_id: str, now: str, box: SecretBox) -> bool:
+    """A recorded transfer whose legs waited for gas, now broadcast by the job: its legs
+    marked sent, and it moves to ``submitted`` with its moving leg's hash."""
+    legs_of = legs(tx, transfer_id)
+    row = get(tx, transfer_id)
+    if not legs_of or row is None or row["stage"] != RECORDED or row["pairing"] not in ONCHAIN:
+        return False
+    mark_sent(tx, transfer_id)
+    return move(
+        tx,
+        transfer_id,
+        "submitted",
+        now,
+        box=box,
+        transaction_hash=legs_of[-1].signed.hash,
+        waiting_reason=None,
+    )
+
+
+def open_top_up(tx: Transaction, chain_id: int, wallet: str) -> str | None:
+    """The hash of the wallet's gas top-up not yet seen mined, if any."""
+    row = tx.one(
+        "SELECT hash FROM gas_topups WHERE chain_id = ? AND wallet = ? AND settled = 0",
+        (chain_id, wallet),
+    )
+    return None if row is None else str(row["hash"])
+
+
+def top_up_sent(
+    tx: Transaction, chain_id: int, wallet: str, station: str, tx_hash: str, amount: int, now: str
+) -> None:
+    tx.execute(
+        "INSERT INTO gas_topups (hash, chain_id, wallet, station, amount, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (tx_hash, chain_id, wallet, station, str(amount), now),
+    )
+
+
+def top_up_settled(tx: Transaction, tx_hash: str) -> None:
+    tx.execute("UPDATE gas_topups SET settled = 1 WHERE hash = ?", (tx_hash,))
+
+
+def top_up_refused(tx: Transaction, tx_hash: str) -> None:
+    tx.execute("DELETE FROM gas_topups WHERE hash = ? AND settled = 0", (tx_hash,))

@@ -49,11 +49,24 @@ class Attempt:
         return self.status_code is not None and 200 <= self.status_code < 300
 
 
+#: A first attempt waits for the first attempts of the same object's earlier events to
+#: the same webhook to end (answered, failed or timed out): they arrive in order.
+_IN_ORDER = (
+    " AND NOT (attempts = 0 AND object_key IS NOT NULL AND EXISTS (SELECT 1 FROM"
+    " webhook_deliveries earlier WHERE earlier.webhook_id = webhook_deliveries.webhook_id"
+    " AND earlier.object_key = webhook_deliveries.object_key AND earlier.status = 'pending'"
+    " AND earlier.attempts = 0 AND earlier.sequence < webhook_deliveries.sequence))"
+)
+
+
 def lease_due(tx: Transaction, due: str, now: str, until: str, limit: int) -> list[Row]:
     """Take up to `limit` pending deliveries due at `due` whose lease (if any) has passed
-    at `now`, leasing them until `until`; with what sending needs."""
+    at `now`, leasing them until `until`; with what sending needs. A first attempt is
+    taken only once every earlier event of its object to its webhook had its first
+    attempt (`_IN_ORDER`): one object's events go out one after the other, in sequence."""
     free = (
         "status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)"
+        + _IN_ORDER
     )
     taken = lease_rows(
         tx,
@@ -61,7 +74,7 @@ def lease_due(tx: Transaction, due: str, now: str, until: str, limit: int) -> li
         key="id",
         free=free,
         params=(due, now),
-        order_by="next_attempt_at",
+        order_by="next_attempt_at, sequence",
         limit=limit,
         until=until,
         returning="id",

@@ -7,8 +7,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import Field, StringConstraints, field_validator
 
-from .._infra.idempotency import SealedAtRest
-from .._infra.models import Address, Body, PlainText, Replayable, Resource
+from .._infra.models import Address, Body, PlainText, Replayable, Resource, SealedAtRest
 
 EventName = Literal[
     "transaction.confirmed",
@@ -19,6 +18,8 @@ EventName = Literal[
     "transfer.failed",
     "deposit.received",
     "deposit.reversed",
+    "reconciliation.break_opened",
+    "reconciliation.break_resolved",
 ]
 DeliveryId = Annotated[str, StringConstraints(pattern=r"^msg_[0-9a-f]{32}$")]
 EVENT_NAMES: tuple[EventName, ...] = get_args(EventName)

@@ -252,6 +252,9 @@ class Chain(ABC):
     stuck_after_blocks: int = 3
     #: The highest fee per gas the service signs, in wei (`ChainConfig.max_fee_per_gas`).
     max_fee_per_gas: int | None = None
+    #: Whether `calls_at` answers for an earlier block than the head (a node keeps its
+    #: states; the in-process devnet keeps only the latest).
+    keeps_history: bool = True
 
     def settings(self, config: ChainConfig) -> None:
         """Take the settings every backend shares from `config` (where it sets them)."""
@@ -285,6 +288,14 @@ class Chain(ABC):
         """``eth_call`` at the latest block; `Reverted` if it reverts."""
 
     @abstractmethod
+    def calls_at(self, calls: Sequence[tuple[str, bytes]], block: int) -> list[bytes]:
+        """``eth_call`` of each ``(to, data)`` against the state after block `block`, in
+        the order asked, in as few requests as the transport allows (JSON-RPC batch
+        requests on real nodes): how reconciliation reads every balance at one height.
+        `Reverted` if one reverts; `UpstreamError` for a block above the head, and, on a
+        chain that keeps no history (`keeps_history` False), for any block but the head."""
+
+    @abstractmethod
     def receipts(self, hashes: Sequence[str]) -> list[Receipt | None]:
         """Receipts in the order asked, None for transactions not mined (or unknown).
 
@@ -311,6 +322,20 @@ class Chain(ABC):
     @abstractmethod
     def send_raw_transaction(self, raw: bytes) -> str:
         """Broadcast a signed transaction; return its hash (0x + 64 lowercase hex)."""
+
+    def send_raw_transactions(self, raws: Sequence[bytes]) -> list[str | UpstreamError]:
+        """Broadcast several signed transactions in this order (a payout run's legs);
+        for each, its hash or the `UpstreamError` the node answered for it alone. A
+        failure of the whole (nothing reached the node, the answer was cut) is raised.
+        Optional: by default one `send_raw_transaction` after another (each failure its
+        own); the JSON-RPC backend sends them in batch requests."""
+        sent: list[str | UpstreamError] = []
+        for raw in raws:
+            try:
+                sent.append(self.send_raw_transaction(raw))
+            except UpstreamError as error:
+                sent.append(error)
+        return sent
 
     @abstractmethod
     def pending_nonce(self, address: str) -> int:

@@ -58,6 +58,7 @@ class DevnetChain(Chain):
     """
 
     confirmations = 0
+    keeps_history = False  # one EVM state: `calls_at` answers at the head only
 
     def __init__(
         self,
@@ -128,6 +129,16 @@ class DevnetChain(Chain):
     def call(self, to: str, data: bytes) -> bytes:
         result = self._rpc("eth_call", {"to": to.lower(), "data": "0x" + data.hex()})
         return bytes.fromhex(str(result).removeprefix("0x"))
+
+    def calls_at(self, calls: Sequence[tuple[str, bytes]], block: int) -> list[bytes]:
+        with self.lock:  # the head cannot move between the check and the calls
+            head = self.head()
+            if block != head:
+                raise UpstreamError(
+                    f"the devnet keeps only its latest state: it answers at block {head},"
+                    f" not {block}"
+                )
+            return [self.call(to, data) for to, data in calls]
 
     def receipts(self, hashes: Sequence[str]) -> list[Receipt | None]:
         checked = [check_hash(h) for h in hashes]

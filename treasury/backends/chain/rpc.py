@@ -42,10 +42,16 @@ from .base import (
 )
 from .presets import with_preset
 
-__all__ = ["BATCH_SIZE", "MintingRpcChain", "RpcChain"]
+__all__ = ["BATCH_SIZE", "CALLS_PER_REQUEST", "MintingRpcChain", "RpcChain"]
 
 #: Receipts asked for in one JSON-RPC batch request.
 BATCH_SIZE = 500
+#: Signed transactions sent in one batch request (nodes cap a batch: geth at 1,000 calls).
+SEND_BATCH = 100
+#: ``eth_call``s sent in one JSON-RPC batch request by `calls_at`: each may be a
+#: multicall of 100 balances (about 40 KB of hex), so a request stays near 400 KB, under
+#: the body limits of nodes (anvil refuses a 2 MB batch).
+CALLS_PER_REQUEST = 10
 _TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 
 
@@ -126,6 +132,17 @@ class RpcChain(Chain):
         result = self._request("eth_call", [{"to": to.lower(), "data": _hex(data)}, "latest"])
         return bytes.fromhex(str(result).removeprefix("0x"))
 
+    def calls_at(self, calls: Sequence[tuple[str, bytes]], block: int) -> list[bytes]:
+        tag = hex(block)
+        out: list[bytes] = []
+        for start in range(0, len(calls), CALLS_PER_REQUEST):
+            chunk = calls[start : start + CALLS_PER_REQUEST]
+            results = self._batch(
+                [("eth_call", [{"to": to.lower(), "data": _hex(data)}, tag]) for to, data in chunk]
+            )
+            out.extend(bytes.fromhex(str(r).removeprefix("0x")) for r in results)
+        return out
+
     def receipts(self, hashes: Sequence[str]) -> list[Receipt | None]:
         checked = [check_hash(h) for h in hashes]
         out: list[Receipt | None] = []
@@ -150,6 +167,38 @@ class RpcChain(Chain):
 
     def send_raw_transaction(self, raw: bytes) -> str:
         return str(self._request("eth_sendRawTransaction", [_hex(raw)])).lower()
+
+    def send_raw_transactions(self, raws: Sequence[bytes]) -> list[str | UpstreamError]:
+        """`SEND_BATCH` transactions a JSON-RPC batch request, in order; an element the
+        node answered with an error is that error, one it left unanswered ambiguous."""
+        sent: list[str | UpstreamError] = []
+        for start in range(0, len(raws), SEND_BATCH):
+            requests = [
+                {
+                    "jsonrpc": "2.0",
+                    "id": next(self._ids),
+                    "method": "eth_sendRawTransaction",
+                    "params": [_hex(raw)],
+                }
+                for raw in raws[start : start + SEND_BATCH]
+            ]
+            answers = self._post(requests)
+            if not isinstance(answers, list):
+                _raise(answers, "eth_sendRawTransaction")
+            by_id = {a.get("id"): a for a in answers if isinstance(a, dict)}
+            for request in requests:
+                answer = by_id.get(request["id"])
+                if answer is None:
+                    left = f"{self._where} left eth_sendRawTransaction unanswered"
+                    sent.append(UpstreamError(left, ambiguous=True))
+                elif "error" in answer:
+                    try:
+                        _raise(answer, "eth_sendRawTransaction")
+                    except UpstreamError as error:
+                        sent.append(error)
+                else:
+                    sent.append(str(answer.get("result")).lower())
+        return sent
 
     def pending_nonce(self, address: str) -> int:
         return int(self._request("eth_getTransactionCount", [address.lower(), "pending"]), 16)

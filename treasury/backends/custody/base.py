@@ -47,3 +47,9 @@ class Custody(ABC):
     def sign_transaction(self, ref: str, transaction: dict[str, Any]) -> bytes:
         """Sign an EIP-1559 or legacy transaction dict; return the raw signed bytes.
         `NotFound` for a ref this custody never created."""
+
+    def sign_transactions(self, ref: str, transactions: list[dict[str, Any]]) -> list[bytes]:
+        """Sign several transactions with one key (a payout run's legs), in order.
+        Optional: by default one `sign_transaction` after another; a custody that can
+        open the key once for all of them does."""
+        return [self.sign_transaction(ref, transaction) for transaction in transactions]

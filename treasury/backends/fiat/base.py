@@ -18,10 +18,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
-from ..chain.base import Chain
-from ..storage.base import Storage
+from ...errors import UpstreamError
+
+if TYPE_CHECKING:
+    from ..chain.base import Chain
+    from ..storage.base import Storage
 
 #: Provider transfer states that end a transfer for us (DESIGN §3 "Provider states map"):
 #: processed, or one of the provider's exception paths. ``in_review`` and
@@ -182,6 +185,12 @@ class FiatProvider(ABC):
     ) -> str:
         """Register a bank account of a customer; the provider's id for it. The same key
         returns the same id without registering twice."""
+
+    def deactivate_external_account(self, customer_id: str, account_id: str) -> None:
+        """Deactivate a registered bank account at the provider (its details replaced
+        by a new account, ``PUT /v1/bank-accounts/{id}``): no new transfer may use it.
+        Safe to repeat. Default: refused (a provider that cannot deactivate accounts)."""
+        raise UpstreamError("this fiat provider cannot deactivate an external account")
 
     @abstractmethod
     def create_transfer(

@@ -13,6 +13,7 @@ Shapes used (all under the base URL)::
     POST /customers/{c}/simulate_kyc_approval        (the provider's sandbox only)
     POST /customers                                  {type: business, business_legal_name}
     POST /customers/{c}/external_accounts            {account_type: us, account {...}, address {...}}
+    DELETE /customers/{c}/external_accounts/{a}      deactivates it (its details replaced)
     POST /transfers                                  {on_behalf_of, amount, developer_fee, source,
                                                       destination, client_reference_id: our key}
     GET  /transfers/{id}                             state, source_deposit_instructions, receipt
@@ -225,6 +226,10 @@ class HttpFiat(FiatProvider):
         }
         path = f"/customers/{_segment(customer_id)}/external_accounts"
         return _text(self._post(path, _present(body), idempotency_key), "id", self._where)
+
+    def deactivate_external_account(self, customer_id: str, account_id: str) -> None:
+        path = f"/customers/{_segment(customer_id)}/external_accounts/{_segment(account_id)}"
+        self._request("DELETE", path, None, None)
 
     def create_transfer(
         self, customer_id: str, request: OnRamp | OffRamp, *, idempotency_key: str

@@ -165,12 +165,22 @@ class SandboxFiat(FiatProvider, SimulatedProvider):
         )
         return str(made["id"])
 
+    def deactivate_external_account(self, customer_id: str, account_id: str) -> None:
+        self._customer(customer_id)
+        account = self._records.get("account", account_id)
+        if account is None:
+            raise UpstreamError(f"unknown external account {account_id}")
+        self._records.put(("account", account_id, {**account, "active": False}))
+
     def create_transfer(
         self, customer_id: str, request: OnRamp | OffRamp, *, idempotency_key: str
     ) -> ProviderTransfer:
         name = self._customer(customer_id)
-        if self._records.get("account", request.external_account_id) is None:
+        account = self._records.get("account", request.external_account_id)
+        if account is None:
             raise UpstreamError(f"unknown external account {request.external_account_id}")
+        if account.get("active") is False:
+            raise UpstreamError(f"external account {request.external_account_id} is deactivated")
 
         def make() -> Record:
             view = ProviderTransfer(id=_id("tr"), state="awaiting_funds")
