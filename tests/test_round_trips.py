@@ -126,7 +126,9 @@ def test_an_onramp_costs_pinned_round_trips_and_one_redis_call(env):
     # the claim (BEGIN, the organization's lock, the policy under it, the transfer, the
     # key; COMMIT); the provider call's reads (a snapshot of three); the sandbox provider
     # keeps its own state in the same database (6 statements, 5 round trips: a real
-    # provider is an HTTPS call instead); the record (11 statements, 10 round trips) and
-    # its audit event (2 statements, with the COMMIT).
-    assert (len(seen.statements), seen.round_trips) == (36, 29), seen.statements
+    # provider is an HTTPS call instead); the record (13 statements, 12 round trips: with
+    # the event's `sequence`, taken from the organization's counter in the change's
+    # transaction, and the transfer read as it stands for the books' posting of the
+    # provider's state) and its audit event (2 statements, with the COMMIT).
+    assert (len(seen.statements), seen.round_trips) == (38, 31), seen.statements
     assert commands == ["EVALSHA"]

@@ -8,9 +8,10 @@ import json
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from treasury import Conflict, Treasury
 from treasury.backends.chain.devnet import DevnetChain
@@ -83,9 +84,19 @@ def cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, storage_url: str) -> Pa
 
 
 def cli(*args: str, code: int = 0) -> str:
+    """What the command printed, its stderr included (where refusals are said)."""
+    return invoke(*args, code=code).output
+
+
+def cli_json(*args: str) -> Any:
+    """The command's `--json` document (stdout alone: a warning goes to stderr)."""
+    return json.loads(invoke(*args, "--json").stdout)
+
+
+def invoke(*args: str, code: int = 0) -> Result:
     result = CliRunner().invoke(main, list(args))
     assert result.exit_code == code, (result.output, result.stderr)
-    return result.output
+    return result
 
 
 def test_publish_says_why_it_published_nothing(cwd: Path) -> None:
@@ -94,7 +105,7 @@ def test_publish_says_why_it_published_nothing(cwd: Path) -> None:
     assert "periods published: 0" in said
     assert "no period has ended since the first snapshot" in said
     assert "the current period ends at" in said
-    shown = json.loads(cli("yield", "publish", "--json"))
+    shown = cli_json("yield", "publish")
     assert "the current period ends at" in shown["reasons"][0]
 
 
@@ -107,7 +118,7 @@ def test_period_now_from_the_shell_on_a_chain_that_can_mint(cwd: Path, anvil_con
         t.chain(CHAIN).faucet(holder, "c0", "500")
     said = cli("yield", "publish", "--period-now")
     assert "closed at" in said and "published: 1 claims" in said and "raw" not in said
-    listed = json.loads(cli("yield", "periods", "--json"))["data"]
+    listed = cli_json("yield", "periods")["data"]
     assert [p["count"] for p in listed] == [1]
     again = cli("yield", "publish", "--period-now", code=1)
     assert "already closed" in again
