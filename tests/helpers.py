@@ -154,3 +154,14 @@ def py_policy(**given: Any) -> dict[str, Any]:
         "gas_station": None,
     }
     return {**off, **given}
+
+
+def rpc(url: str, method: str, *params: Any) -> Any:
+    """One JSON-RPC call to the node at `url` (anvil's own methods too); its result."""
+    import httpx
+
+    body = httpx.post(
+        url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}
+    ).json()
+    assert "error" not in body, body
+    return body["result"]

@@ -12,25 +12,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from eth_utils.crypto import keccak
 
 from tests.conftest import MASTER_KEY, make_tenant, require_anvil
-from tests.helpers import address, events, swap
+from tests.helpers import address, events, rpc, swap
 from treasury import Treasury
 from treasury.anvil import AnvilNode, deploy_contracts, fund, start_anvil
 from treasury.evm.abi import TRANSFER
 
 CHAIN = 31337
 BALANCES_SLOT = 3  # `balanceOf` of our MintableERC20 (name, symbol, totalSupply before it)
-
-
-def rpc(url: str, method: str, *params: Any) -> Any:
-    answer = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-    body = answer.json()
-    assert "error" not in body, body
-    return body["result"]
 
 
 @pytest.fixture(scope="module")

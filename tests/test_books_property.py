@@ -18,14 +18,13 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
-import httpx
 import pytest
 from eth_account import Account
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import MASTER_KEY, make_tenant, require_anvil
-from tests.helpers import BANK_ACCOUNT, offramp, onramp, swap
+from tests.helpers import BANK_ACCOUNT, offramp, onramp, rpc, swap
 from treasury import Treasury
 from treasury.anvil import AnvilNode, deploy_contracts, fund, start_anvil
 from treasury.errors import ValidationError
@@ -34,14 +33,6 @@ from treasury.evm.multicall import multicall_at
 
 CHAIN = 31337
 _examples = itertools.count()
-
-
-def rpc(url: str, method: str, *params: Any) -> Any:
-    body = httpx.post(
-        url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-    ).json()
-    assert "error" not in body, body
-    return body["result"]
 
 
 @pytest.fixture(scope="module")

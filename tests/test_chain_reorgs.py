@@ -9,11 +9,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.conftest import MASTER_KEY, make_tenant, require_anvil
-from tests.helpers import events, py_policy, swap
+from tests.helpers import events, py_policy, rpc, swap
 from treasury import Treasury
 from treasury.anvil import AnvilNode, deploy_contracts, fund, start_anvil
 from treasury.errors import ValidationError
@@ -22,13 +21,6 @@ from treasury.evm.signing import unsigned
 CHAIN = 31337
 TRANSFER = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
 GWEI = 10**9
-
-
-def rpc(url: str, method: str, *params: Any) -> Any:
-    answer = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-    body = answer.json()
-    assert "error" not in body, body
-    return body["result"]
 
 
 @pytest.fixture(scope="module")

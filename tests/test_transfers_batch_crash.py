@@ -33,7 +33,7 @@ from treasury.anvil import deploy_contracts, fund, start_anvil
 from treasury.evm.abi import BALANCE_OF
 
 from .conftest import MASTER_KEY, make_tenant, require_anvil
-from .helpers import address, events, swap
+from .helpers import address, events, rpc, swap
 from .processes import clean_env
 
 CHAIN = 31337
@@ -83,14 +83,6 @@ PROCESS = textwrap.dedent(
         time.sleep(0.2)
     """
 )
-
-
-def rpc(url: str, method: str, *params: Any) -> Any:
-    body = httpx.post(
-        url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}
-    ).json()
-    assert "error" not in body, body
-    return body["result"]
 
 
 @pytest.fixture(scope="module")

@@ -13,24 +13,15 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from treasury import Treasury, UpstreamError
 from treasury.anvil import AnvilNode, deploy_contracts, fund, start_anvil
 
 from .conftest import MASTER_KEY, make_tenant, require_anvil
-from .helpers import address, swap
+from .helpers import address, rpc, swap
 
 CHAIN = 31337
-
-
-def rpc(url: str, method: str, *params: Any) -> Any:
-    body = httpx.post(
-        url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}
-    ).json()
-    assert "error" not in body, body
-    return body["result"]
 
 
 @pytest.fixture(scope="module")
