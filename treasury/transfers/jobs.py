@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .._infra import idempotency
@@ -273,13 +274,33 @@ def heal_nonce_holes(runtime: Runtime, report: Report) -> None:
     two passes filled with a zero-value transaction of the wallet to itself."""
     with runtime.storage.read() as tx:
         senders = nonces.senders_waiting(tx, PER_PASS)
+    tops: dict[int, Top] = {}  # each chain's head and fees, read once a pass when needed
     for found in senders:
         chain_id, sender = int(found["chain_id"]), str(found["sender"])
         with report.part(f"wallet {sender}"):
-            _heal(runtime, chain_id, sender, report)
+            _heal(runtime, chain_id, sender, report, tops)
 
 
-def _heal(runtime: Runtime, chain_id: int, sender: str, report: Report) -> None:
+@dataclass(frozen=True)
+class Top:
+    """A chain as one pass sees it: its head, the head's base fee (None without
+    EIP-1559) and the tip the service offers now."""
+
+    head: int
+    base_fee: int | None
+    tip: int
+
+    @classmethod
+    def read(cls, chain: Chain) -> Top:
+        head = chain.head()
+        (block,) = chain.blocks([head])
+        tip = chain.offered_fees().get("maxPriorityFeePerGas", 0)
+        return cls(head, None if block is None else block.base_fee, tip)
+
+
+def _heal(
+    runtime: Runtime, chain_id: int, sender: str, report: Report, tops: dict[int, Top]
+) -> None:
     chain, now = runtime.chains.get(chain_id), runtime.now_text()
     with runtime.signer.holding(chain_id, sender):
         mined = chain.mined_nonce(sender)
@@ -289,7 +310,9 @@ def _heal(runtime: Runtime, chain_id: int, sender: str, report: Report) -> None:
             first = waiting[0]
             if first.claimed and not first.sent and (first.lease_until or "") > now:
                 return  # its request is sending it
-            if reprice(runtime, chain, sender, waiting, report):
+            if chain_id not in tops:
+                tops[chain_id] = Top.read(chain)
+            if reprice(runtime, chain, sender, waiting, report, tops[chain_id]):
                 return  # replaced at higher fees, or waiting for gas or under the cap
             # the run of stored legs from the next nonce that the node does not hold (it
             # may have dropped them: its pending count stops there), in as few requests as
@@ -419,10 +442,15 @@ def _consecutive(waiting: list[nonces.Waiting], now: str) -> list[nonces.Waiting
 
 
 def reprice(
-    runtime: Runtime, chain: Chain, sender: str, waiting: list[nonces.Waiting], report: Report
+    runtime: Runtime,
+    chain: Chain,
+    sender: str,
+    waiting: list[nonces.Waiting],
+    report: Report,
+    top: Top,
 ) -> bool:
     """Watch the legs waiting at a wallet's next nonce and above (call under its lock):
-    note the head when each version is first seen waiting; with too little ETH for the
+    note the pass's head (`top`) when each version is first seen waiting; with too little ETH for the
     first, its transfer waits for gas; each leg unmined for `stuck_after_blocks` while
     the base fee is above its offer is signed again with raised fees (`raised`: +12.5 %
     at least, the base fee covered, never above the chain's cap), stored write-ahead,
@@ -430,9 +458,7 @@ def reprice(
     transfers behind a waiting leg wait for it (``"nonce"``). True when the first leg
     waits or was replaced (nothing else to send now)."""
     chain_id, now = chain.chain_id, runtime.now_text()
-    head = chain.head()
-    (block,) = chain.blocks([head])
-    base_fee = block.base_fee if block is not None else None
+    head, base_fee = top.head, top.base_fee
     sent = [leg for leg in waiting if leg.sent or not leg.claimed]
     with runtime.storage.transaction() as tx:
         for leg in sent:
@@ -450,14 +476,13 @@ def reprice(
             top_up(runtime, chain, sender, 2 * sum(costs) - eth, report)
     replaced: list[tuple[Signed, Signed]] = []
     if reason is None and base_fee is not None and custody_ref is not None:
-        tip = chain.offered_fees().get("maxPriorityFeePerGas", 0)
         for leg in sent:
             offer = offers[leg.signed.hash]
             if offer is None or offer["maxFeePerGas"] >= base_fee:
                 continue
             if head - (leg.broadcast_block or head) < chain.stuck_after_blocks:
                 continue
-            fees = raised(offer, base_fee, tip, chain.max_fee_per_gas)
+            fees = raised(offer, base_fee, top.tip, chain.max_fee_per_gas)
             if fees is None:
                 reason = reason or ("fee above cap" if leg is waiting[0] else None)
                 break
