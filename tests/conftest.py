@@ -32,6 +32,8 @@ from treasury import OrganizationHandle, Treasury
 from treasury.backends.storage.base import Storage
 
 MASTER_KEY = "0" * 64  # hex; tests pass it explicitly so no key file is written
+#: `node`, `deployed`, `chain_state`: the fixtures of tests that drive an anvil of their own.
+pytest_plugins = ["tests.anvil_chain"]
 POSTGRES_SERVER = os.environ.get(
     "TREASURY_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
 )

@@ -15,34 +15,14 @@ from typing import Any
 import pytest
 from eth_utils.crypto import keccak
 
-from tests.conftest import MASTER_KEY, make_tenant, require_anvil
+from tests.conftest import MASTER_KEY, make_tenant
 from tests.helpers import address, events, rpc, swap
 from treasury import Treasury
-from treasury.anvil import AnvilNode, deploy_contracts, fund, start_anvil
+from treasury.anvil import AnvilNode, fund
 from treasury.evm.abi import TRANSFER
 
 CHAIN = 31337
 BALANCES_SLOT = 3  # `balanceOf` of our MintableERC20 (name, symbol, totalSupply before it)
-
-
-@pytest.fixture(scope="module")
-def node() -> Iterator[AnvilNode]:
-    require_anvil()
-    with start_anvil() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def deployed(node: AnvilNode) -> dict[str, Any]:
-    return deploy_contracts(node.url)
-
-
-@pytest.fixture
-def chain_state(node: AnvilNode, deployed: dict[str, Any]) -> Iterator[None]:
-    snapshot = rpc(node.url, "evm_snapshot")
-    yield
-    rpc(node.url, "evm_setAutomine", True)
-    rpc(node.url, "evm_revert", snapshot)
 
 
 class Env:

@@ -14,37 +14,24 @@ from __future__ import annotations
 import itertools
 import random
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-import pytest
 from eth_account import Account
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import MASTER_KEY, make_tenant, require_anvil
+from tests.conftest import MASTER_KEY, make_tenant
 from tests.helpers import BANK_ACCOUNT, offramp, onramp, rpc, swap
 from treasury import Treasury
-from treasury.anvil import AnvilNode, deploy_contracts, fund, start_anvil
+from treasury.anvil import AnvilNode, fund
 from treasury.errors import ValidationError
 from treasury.evm.abi import BALANCE_OF, TRANSFER
 from treasury.evm.multicall import multicall_at
 
 CHAIN = 31337
 _examples = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def node() -> Iterator[AnvilNode]:
-    require_anvil()
-    with start_anvil() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def deployed(node: AnvilNode) -> dict[str, Any]:
-    return deploy_contracts(node.url)
 
 
 amounts = st.integers(min_value=1, max_value=60).map(str)

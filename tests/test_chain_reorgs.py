@@ -11,39 +11,16 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import MASTER_KEY, make_tenant, require_anvil
+from tests.conftest import MASTER_KEY, make_tenant
 from tests.helpers import events, py_policy, rpc, swap
 from treasury import Treasury
-from treasury.anvil import AnvilNode, deploy_contracts, fund, start_anvil
+from treasury.anvil import AnvilNode, fund
 from treasury.errors import ValidationError
 from treasury.evm.signing import unsigned
 
 CHAIN = 31337
 TRANSFER = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
 GWEI = 10**9
-
-
-@pytest.fixture(scope="module")
-def node() -> Iterator[AnvilNode]:
-    require_anvil()
-    with start_anvil() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def deployed(node: AnvilNode) -> dict[str, Any]:
-    return deploy_contracts(node.url)
-
-
-@pytest.fixture
-def chain_state(node: AnvilNode, deployed: dict[str, Any]) -> Iterator[None]:
-    """Each test on the deployed chain as it was, mining on demand again afterwards."""
-    snapshot = rpc(node.url, "evm_snapshot")
-    base_fee = rpc(node.url, "eth_getBlockByNumber", "latest", False)["baseFeePerGas"]
-    yield
-    rpc(node.url, "evm_setAutomine", True)
-    rpc(node.url, "evm_revert", snapshot)
-    rpc(node.url, "anvil_setNextBlockBaseFeePerGas", base_fee)  # a revert keeps a spike
 
 
 class Env:

@@ -16,34 +16,12 @@ from typing import Any
 import pytest
 
 from treasury import Treasury, UpstreamError
-from treasury.anvil import AnvilNode, deploy_contracts, fund, start_anvil
+from treasury.anvil import AnvilNode, fund
 
-from .conftest import MASTER_KEY, make_tenant, require_anvil
+from .conftest import MASTER_KEY, make_tenant
 from .helpers import address, rpc, swap
 
 CHAIN = 31337
-
-
-@pytest.fixture(scope="module")
-def node() -> Iterator[AnvilNode]:
-    require_anvil()
-    with start_anvil() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def deployed(node: AnvilNode) -> dict[str, Any]:
-    return deploy_contracts(node.url)  # with its minter key: confirmations 0
-
-
-@pytest.fixture
-def fresh(node: AnvilNode) -> Iterator[None]:
-    """Each test on the chain as deployed, mining each transaction at once afterwards."""
-    snapshot = rpc(node.url, "evm_snapshot")
-    yield
-    rpc(node.url, "evm_setIntervalMining", 0)
-    rpc(node.url, "evm_setAutomine", True)
-    rpc(node.url, "evm_revert", snapshot)
 
 
 class Run:
@@ -91,7 +69,9 @@ class Run:
 
 
 @pytest.fixture
-def run(node: AnvilNode, deployed: dict[str, Any], storage_url: str, fresh: None) -> Iterator[Run]:
+def run(
+    node: AnvilNode, deployed: dict[str, Any], storage_url: str, chain_state: None
+) -> Iterator[Run]:
     made = Run(node, deployed, storage_url)
     yield made
     made.t.close()
