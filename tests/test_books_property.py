@@ -1,9 +1,11 @@
-"""The books always tie out (DESIGN §3 "The books"), as a property on a real anvil: any
-sequence of faucet mints, deposits into c0, withdrawals, on- and off-ramps, transfers in
-from outside and refused transfers leaves every posting group summing to zero per token,
-the journal's `posted` equal to `balanceOf` at the run's block for every (wallet, token),
-and opening + Σ entries = closing for random statement windows (each also the ledger
-balance at its bounds).
+"""The books always tie out (DESIGN §3 "The books"), as a property on a real anvil and the
+fake fiat provider over real HTTP: any sequence of faucet mints, deposits into c0,
+withdrawals, on- and off-ramps, transfers in from outside, refused transfers, legs that
+revert on-chain, fiat transfers the provider fails (before or after it received the
+money; refunded, or not yet) and provider outages leaves every posting group summing to
+zero per token, the journal's `posted` equal to `balanceOf` at the run's block for every
+(wallet, token), the provider's side tied out, and opening + Σ entries = closing for
+random statement windows (each also the ledger balance at its bounds).
 
 Each example runs on a fresh store and on the anvil chain as the module left it
 (`evm_snapshot` / `evm_revert`), through the organization's handle as a user runs it.
@@ -14,10 +16,12 @@ from __future__ import annotations
 import itertools
 import random
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
+import httpx
+import pytest
 from eth_account import Account
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,9 +30,12 @@ from tests.conftest import MASTER_KEY, make_tenant
 from tests.helpers import BANK_ACCOUNT, offramp, onramp, rpc, swap
 from treasury import Treasury
 from treasury.anvil import AnvilNode, fund
+from treasury.backends.fiat.http import HttpFiat
 from treasury.errors import ValidationError
 from treasury.evm.abi import BALANCE_OF, TRANSFER
 from treasury.evm.multicall import multicall_at
+from treasury.money import to_raw
+from treasury.testing.fake_provider import FakeProvider, fake_provider, onboard
 
 CHAIN = 31337
 _examples = itertools.count()
@@ -43,19 +50,60 @@ steps = st.one_of(
     st.tuples(st.just("withdraw"), amounts, targets),
     st.tuples(st.just("onramp"), amounts, targets),
     st.tuples(st.just("offramp"), amounts),
+    st.tuples(st.just("revert"), amounts),
+    st.tuples(st.just("provider_fails"), st.integers(min_value=0, max_value=5)),
+    st.tuples(st.just("provider_down"), st.integers(min_value=1, max_value=3)),
     st.tuples(st.just("pass")),
 )
+#: What the provider may fail a transfer into, by where it stands: before the money
+#: arrived, or after (an on-ramp's only until it pays out: the fake pays before it ends).
+FAILURES = {
+    "awaiting_funds": ("canceled", "error"),
+    "funds_received": (
+        "returned",
+        "undeliverable",
+        "refund_in_flight",
+        "refunded",
+        "refund_failed",
+        "error",
+    ),
+}
+REVERT = "0x60006000fd"  # PUSH1 0 PUSH1 0 REVERT: code that refuses every call
+
+
+@pytest.fixture(scope="module")
+def provider(node: AnvilNode, deployed: dict[str, Any]) -> Iterator[FakeProvider]:
+    """The fake provider, paying on-ramps out on the anvil chain (minting USDC) and
+    seeing an off-ramp's USDC once its deposit address holds it."""
+    usdc = deployed["addresses"]["USDC"]
+
+    def payout(chain_id: int, to: str, amount: str) -> str:
+        return fund(node.url, deployed, to, "USDC", amount).lower()
+
+    def arrived(chain_id: int, address: str, amount: str) -> bool:
+        data = "0x" + BALANCE_OF.encode(address).hex()
+        held = int(rpc(node.url, "eth_call", {"to": usdc, "data": data}, "latest"), 16)
+        return held >= to_raw(amount, 6)
+
+    with fake_provider(payout=payout, deposit_arrived=arrived) as fake:
+        yield fake
 
 
 class Story:
-    """One example: a treasury on the anvil node, an organization with two managed
-    wallets (the first funded after the deposit detector started), a bank account."""
+    """One example: a treasury on the anvil node whose fiat provider is the fake one, an
+    organization with two managed wallets (the first funded after the deposit detector
+    started), a bank account."""
 
-    def __init__(self, node: AnvilNode, deployed: dict[str, Any], url: str) -> None:
-        self.node, self.deployed = node, deployed
+    def __init__(
+        self, node: AnvilNode, deployed: dict[str, Any], fake: FakeProvider, url: str
+    ) -> None:
+        self.node, self.deployed, self.fake = node, deployed, fake
+        fake._rules.clear()
         spec = {**deployed, "confirmations": 0}
-        self.t = Treasury.open(url, master_key=MASTER_KEY, chains={CHAIN: spec})
+        fiat = HttpFiat(fake.url, api_key=fake.api_key, timeout=httpx.Timeout(5.0))
+        self.t = Treasury.open(url, master_key=MASTER_KEY, chains={CHAIN: spec}, fiat=fiat)
         self.org = make_tenant(self.t).org
+        onboard(self.t, self.org.id, fake)
         self.wallet = self.org.wallets.create(label="A", idempotency_key="a").address
         self.other = self.org.wallets.create(label="B", idempotency_key="b").address
         self.bank = self.org.bank_accounts.create(BANK_ACCOUNT).provider_external_account_id
@@ -66,7 +114,8 @@ class Story:
         self.fund(self.stranger.address, "ETH", "1")
         self.fund(self.stranger.address, "USDC", "1000")
         self.keys = itertools.count()
-        self.refused = 0
+        self.refused = self.reverted = self.failed_at_provider = 0
+        self.fiat: list[str] = []  # the provider's ids of the fiat transfers, in order
 
     def fund(self, who: str, symbol: str, amount: str) -> None:
         fund(self.node.url, self.deployed, who, symbol, amount)
@@ -74,11 +123,43 @@ class Story:
     def to(self, target: str) -> str:
         return {"self": self.wallet, "other": self.other}.get(target) or Account.create().address
 
-    def create(self, body: dict[str, Any]) -> None:
+    def create(self, body: dict[str, Any]) -> str | None:
         try:
-            self.org.transfers.create(body, idempotency_key=f"k{next(self.keys)}")
+            made = self.org.transfers.create(body, idempotency_key=f"k{next(self.keys)}")
         except ValidationError:  # above the available balance: refused, nothing written
             self.refused += 1
+            return None
+        with self.t.storage.read() as tx:
+            row = tx.one("SELECT provider_transfer_id FROM transfers WHERE id = ?", (made.id,))
+        if row["provider_transfer_id"] is not None:
+            self.fiat.append(str(row["provider_transfer_id"]))
+        return str(made.id)
+
+    def reverting(self, body: dict[str, Any]) -> None:
+        """Create a transfer while the swap facility refuses every call: its swap leg is
+        mined and reverts (the facility's code put back after)."""
+        facility = self.deployed["addresses"]["swap_facility"]
+        code = rpc(self.node.url, "eth_getCode", facility, "latest")
+        rpc(self.node.url, "anvil_setCode", facility, REVERT)
+        try:
+            made = self.create(body)
+        finally:
+            rpc(self.node.url, "anvil_setCode", facility, code)
+        self.reverted += made is not None
+
+    def fail_at_provider(self, choice: int) -> None:
+        """The provider fails the latest fiat transfer, as it may from where it stands."""
+        if not self.fiat:
+            return
+        transfer = self.fake.transfers[self.fiat[-1]]
+        onramp = transfer["source"]["payment_rail"] == "ach_push"
+        state = transfer["state"]
+        if state == "awaiting_funds" and not onramp:  # its USDC is already on its way
+            return
+        options = FAILURES.get(state)
+        if options is not None:
+            self.fake.set_state(self.fiat[-1], options[choice % len(options)])
+            self.failed_at_provider += 1
 
     def apply(self, step: tuple[Any, ...]) -> None:
         kind = step[0]
@@ -94,6 +175,12 @@ class Story:
                 {"from": self.stranger.address, "to": usdc, "data": data, "gas": hex(100_000)},
             )
             rpc(self.node.url, "anvil_stopImpersonatingAccount", self.stranger.address)
+        elif kind == "revert":
+            self.reverting(swap("deposit", self.wallet, self.wallet, step[1]))
+        elif kind == "provider_fails":
+            self.fail_at_provider(step[1])
+        elif kind == "provider_down":  # its reads fail (5xx) for a while
+            self.fake.fail(times=step[1], method="GET", path="/transfers*")
         elif kind in ("deposit", "withdraw"):
             self.create(swap(kind, self.wallet, self.to(step[2]), step[1]))
         elif kind == "onramp":
@@ -105,11 +192,11 @@ class Story:
 
     def settle(self) -> None:
         """Passes until every transfer is final (the sandbox moves one state a pass)."""
-        for _ in range(12):
+        for _ in range(16):
             self.t.run_once()
             if all(t.status in ("completed", "failed") for t in self.org.transfers.list().data):
                 return
-        raise AssertionError("transfers still open after 12 passes")
+        raise AssertionError("transfers still open after 16 passes")
 
 
 @settings(
@@ -121,12 +208,13 @@ class Story:
 def test_any_story_ties_out_and_every_statement_adds_up(
     node: AnvilNode,
     deployed: dict[str, Any],
+    provider: FakeProvider,
     new_storage_url: Callable[[str], str],
     story: list[tuple[Any, ...]],
     data: st.DataObject,
 ) -> None:
     snapshot = rpc(node.url, "evm_snapshot")
-    books = Story(node, deployed, new_storage_url(f"story{next(_examples)}.db"))
+    books = Story(node, deployed, provider, new_storage_url(f"story{next(_examples)}.db"))
     try:
         for step in story:
             books.apply(step)
@@ -138,11 +226,15 @@ def test_any_story_ties_out_and_every_statement_adds_up(
 
 
 def test_a_story_of_every_kind_ties_out(
-    node: AnvilNode, deployed: dict[str, Any], new_storage_url: Callable[[str], str]
+    node: AnvilNode,
+    deployed: dict[str, Any],
+    provider: FakeProvider,
+    new_storage_url: Callable[[str], str],
 ) -> None:
-    """Every kind of movement at least once, refusals included, in one story."""
+    """Every kind of movement at least once, refusals, a reverted leg, failures at the
+    provider and an outage included, in one story."""
     snapshot = rpc(node.url, "evm_snapshot")
-    books = Story(node, deployed, new_storage_url("every.db"))
+    books = Story(node, deployed, provider, new_storage_url("every.db"))
     try:
         for step in [
             ("faucet", "USDT", "7"),
@@ -155,14 +247,35 @@ def test_a_story_of_every_kind_ties_out(
             ("offramp", "20"),
             ("deposit", "500", "self"),  # above the balance: refused
             ("withdraw", "3", "self"),
+            ("revert", "4"),  # its swap leg reverts on-chain
+            ("onramp", "9", "self"),
+            ("pass",),  # the provider received the dollars
+            ("provider_fails", 3),  # ... and refunds them: funding, then refund
+            ("offramp", "6"),
+            ("pass",),  # the provider received the USDC
+            ("provider_fails", 0),  # ... and the payment came back: it holds the USDC
+            ("provider_down", 3),
         ]:
             books.apply(step)
         books.settle()
         statuses = [t.status for t in books.org.transfers.list().data]
-        assert statuses.count("completed") == 6 and books.refused == 1
+        assert statuses.count("completed") == 6 and statuses.count("failed") == 3, statuses
+        assert (books.refused, books.reverted, books.failed_at_provider) == (1, 1, 2)
+        assert [provider.transfers[i]["state"] for i in books.fiat[-2:]] == [
+            "refunded",
+            "returned",
+        ]
         with books.t.storage.read() as tx:
             kinds = {row["kind"] for row in tx.query("SELECT DISTINCT kind FROM journal")}
-        assert kinds >= {"deposit", "swap", "onramp_funding", "onramp", "offramp", "offramp_payout"}
+        assert kinds >= {
+            "deposit",
+            "swap",
+            "onramp_funding",
+            "onramp",
+            "offramp",
+            "offramp_payout",
+            "refund",
+        }
         chooser = random.Random(5)
         check(books, chooser.choice)
     finally:

@@ -208,7 +208,7 @@ def open_missing_movement(
     for (org_id, address, token), amount in sorted(moved.items()):
         if not amount:
             continue
-        expected = _posted(tx, org_id, chain_id, journal.wallet(address), token)
+        expected = journal.balance(tx, org_id, chain_id, journal.wallet(address), token)
         row, _ = report(
             tx,
             org_id=org_id,
@@ -226,12 +226,3 @@ def open_missing_movement(
         )
         opened.append(row)
     return opened
-
-
-def _posted(tx: Transaction, org_id: str, chain_id: int, account: str, token: str) -> int:
-    row = tx.one(
-        "SELECT posted FROM journal_balances WHERE org_id = ? AND chain_id = ? AND account = ?"
-        " AND token = ?",
-        (org_id, chain_id, account, token),
-    )
-    return 0 if row is None else int(row["posted"])

@@ -51,6 +51,7 @@ KINDS = (
     "offramp_payout",  # the provider paid the bank account
     "onramp_funding",  # the provider received the bank's dollars
     "onramp",  # the provider paid the on-ramp's USDC out
+    "refund",  # the provider paid a failed fiat transfer's money back
     "correction",  # an admin accepted a break's difference
 )
 
@@ -204,6 +205,16 @@ def posted(tx: Transaction, org_id: str, group_id: str) -> bool:
         )
         is not None
     )
+
+
+def balance(tx: Transaction, org_id: str, chain_id: int, account: str, token: str) -> int:
+    """An account's posted balance now (raw; its running sum)."""
+    row = tx.one(
+        "SELECT posted FROM journal_balances WHERE org_id = ? AND chain_id = ? AND account = ?"
+        " AND token = ?",
+        (org_id, chain_id, account, token),
+    )
+    return 0 if row is None else int(row["posted"])
 
 
 def of_transfer(tx: Transaction, transfer_id: str) -> list[dict[str, object]]:

@@ -17,6 +17,9 @@ on-ramp funded     bank:<id>: -amount, provider:<id>: +amount                   
 (``funding:``)
 on-ramp paid out   provider:<id>: -amount, to: +paid, external: +fee               the payout's
 (``payout:``)                                                                      receipt
+refunded           provider:<id>: -held; on-ramp: bank:<id>: +held (the dollars     —
+(``refund:``)      back to the bank), off-ramp: external: +held (the USDC back to
+                   its sender, a deposit when it lands in a wallet)
 deposit recorded   external: -raw, wallet: +raw (a yield claim when the yield      its log
 (``deposit:``)     distributor paid it; the faucet's mint is a deposit too)
 deposit reversed   wallet: -raw, external: +raw                                    its log's
@@ -39,10 +42,30 @@ from ..backends.storage.base import Row, Transaction
 from ..money import to_raw
 from . import journal, marks
 
-#: The provider states in which an on-ramp's dollars are at the provider.
-FUNDED = frozenset({"funds_received", "payment_submitted", "payment_processed"})
+#: The provider states in which the provider holds a fiat transfer's money (an on-ramp's
+#: dollars, an off-ramp's USDC): received and not paid on, or failed after it arrived and
+#: not refunded yet (a refund under way, or one that failed).
+HOLDING = frozenset(
+    {
+        "funds_received",
+        "payment_submitted",
+        "returned",
+        "undeliverable",
+        "refund_in_flight",
+        "refund_failed",
+    }
+)
+#: The provider states that do not tell where the money is (a review, a missing return
+#: policy, an error): the books wait for the next.
+UNTOLD = frozenset({"in_review", "missing_return_policy", "error"})
+#: The failed states from which the provider still pays the money back (``refunded``):
+#: the fiat job keeps reading a failed transfer in one of them.
+REFUNDING = frozenset({"returned", "undeliverable", "refund_in_flight"})
+REFUNDED = "refunded"
+#: The provider states in which an on-ramp's dollars reached the provider (at some time).
+FUNDED = HOLDING | {"payment_processed", REFUNDED}
 #: The provider states after an off-ramp's USDC arrived at the provider.
-RECEIVED = frozenset({"funds_received", "payment_submitted", "payment_processed"})
+RECEIVED = HOLDING | {"payment_processed", REFUNDED}
 _SYMBOLS = {"usdc": "USDC", "usdt": "USDT", "c0": "c0", "usd": "USDC"}
 
 
@@ -179,6 +202,8 @@ def provider_state(
                 block_number=block(payout) if account != journal.EXTERNAL else None,
                 transaction_hash=payout,
             )
+        if state == REFUNDED:
+            _refund(tx, common, held_at, bank)
         return
     sent = row["transaction_hash"]
     arrived = (state in RECEIVED or completed) and sent is not None
@@ -196,6 +221,21 @@ def provider_state(
                 (journal.EXTERNAL, "USDC", amount - paid),
             ],
         )
+    if state == REFUNDED:
+        _refund(tx, common, held_at, journal.EXTERNAL)
+
+
+def _refund(tx: Transaction, common: dict[str, Any], held_at: str, to: str) -> None:
+    """The provider paid a failed transfer's money back: whatever the books hold at the
+    provider for it leaves there, to `to` (the bank account, or ``external``)."""
+    held = journal.balance(tx, common["org_id"], common["chain_id"], held_at, "USDC")
+    journal.post(
+        tx,
+        **common,
+        group_id=f"refund:{common['transfer_id']}",
+        kind="refund",
+        postings=[(held_at, "USDC", -held), (to, "USDC", held)],
+    )
 
 
 def _block(runtime: Runtime, chain_id: int, tx_hash: str | None) -> int | None:

@@ -1,7 +1,8 @@
 """Of the transfers, what other domains read: the state table (whose open statuses the
 nonces of signed legs are held by), and which transaction hashes our own transfers sent
-per organization (the deposit detector leaves those out for it), and the on-ramps still
-open (a log that may be one's payout is held). The transfers domain writes them."""
+per organization (the deposit detector leaves those out for it), the on-ramps still
+open (a log that may be one's payout is held), and the fiat transfers the books compare
+with the provider. The transfers domain writes them."""
 
 from __future__ import annotations
 
@@ -110,6 +111,64 @@ def open_onramps(tx: Transaction, chain_id: int, org_ids: Sequence[str]) -> list
                     amount=Decimal(str(side["amount"])),
                 )
             )
+    return found
+
+
+@dataclass(frozen=True)
+class AtProvider:
+    """A recorded fiat transfer as the books compare it with the provider: the address
+    it moves money from or to (`address`), its USDC `amount` (token units) and the
+    provider's state as last recorded."""
+
+    id: str
+    pairing: str
+    address: str
+    amount: Decimal
+    provider_transfer_id: str
+    provider_state: str | None
+    updated_at: str
+
+
+def at_provider(
+    tx: Transaction, org_id: str, chain_id: int, ids: Sequence[str]
+) -> list[AtProvider]:
+    """The organization's recorded fiat transfers on a chain that have not ended, and
+    those of `ids` (the books hold money at the provider for them), by id."""
+    columns = (
+        "id, pairing, amount, wallet_address, destination, provider_transfer_id,"
+        " provider_state, updated_at"
+    )
+    where = "org_id = ? AND chain_id = ? AND provider_transfer_id IS NOT NULL"
+    rows = {
+        str(row["id"]): row
+        for row in tx.query(
+            f"SELECT {columns} FROM transfers WHERE {where} AND status IN {OPEN}",
+            (org_id, chain_id),
+        )
+    }
+    wanted = sorted(set(ids) - set(rows))
+    for begin in range(0, len(wanted), 500):
+        chunk = wanted[begin : begin + 500]
+        marks = ", ".join("?" * len(chunk))
+        for row in tx.query(
+            f"SELECT {columns} FROM transfers WHERE {where} AND id IN ({marks})",
+            (org_id, chain_id, *chunk),
+        ):
+            rows[str(row["id"])] = row
+    found = []
+    for transfer_id, row in sorted(rows.items()):
+        address = row["wallet_address"] or json.loads(row["destination"]).get("address")
+        found.append(
+            AtProvider(
+                id=transfer_id,
+                pairing=str(row["pairing"]),
+                address=str(address).lower(),
+                amount=Decimal(str(row["amount"])),
+                provider_transfer_id=str(row["provider_transfer_id"]),
+                provider_state=row["provider_state"],
+                updated_at=str(row["updated_at"]),
+            )
+        )
     return found
 
 

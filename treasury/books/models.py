@@ -160,10 +160,12 @@ class RunReconciliation(Body):
 
 class ReconciliationRun(Resource):
     """One run over an organization's (wallet, token) pairs on a chain, read at one
-    height (`block_number`): `tied_out` when the journal's posted balance equals the
-    chain's for every pair; `pairs_tied_out` of `pairs` did; `in_flight` differed only
-    by movements of the service's own still being settled; `breaks_open` after it. `id`:
-    its number in the organization."""
+    height (`block_number`), and its fiat transfers against the provider: `tied_out` when
+    the journal's posted balance equals the chain's for every pair and the provider's for
+    every fiat transfer, with no break open; `pairs_tied_out` of `pairs` did; `in_flight`
+    differed only by movements of the service's own still being settled (or a provider
+    state not applied yet); `breaks_open` after it. `id`: its number in the
+    organization."""
 
     id: int
     at: datetime

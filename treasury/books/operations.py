@@ -22,7 +22,7 @@ from .._records import breaks, journal, wallets
 from .._records.transfers import reservations
 from ..backends.storage.base import Row, Transaction
 from ..errors import Conflict, NotFound, ValidationError
-from . import reconcile, store
+from . import provider, reconcile, store
 from .models import (
     Break,
     BreaksQuery,
@@ -208,7 +208,7 @@ class ReconciliationGroup(Group):
             chain_id=chain_id,
             block_number=outcome.block_number,
             pairs=outcome.pairs,
-            tied_out=outcome.tied_out == outcome.pairs,
+            tied_out=outcome.tied,
             pairs_tied_out=outcome.tied_out,
             in_flight=outcome.in_flight,
             breaks_open=outcome.breaks_open,
@@ -264,7 +264,22 @@ class ReconciliationGroup(Group):
                 raise NotFound(f"No break {number}")
             if row["status"] != breaks.OPEN:
                 raise Conflict(f"break {number} is resolved already")
-            difference = int(row["difference"])
+            if row["kind"] == reconcile.MISMATCH:
+                postings = provider.correction(runtime, tx, row)
+            else:
+                difference = int(row["difference"])
+                postings = [
+                    (journal.wallet(str(row["wallet"])), str(row["token"]), difference),
+                    (journal.EXTERNAL, str(row["token"]), -difference),
+                ]
+                store.accepted(
+                    tx,
+                    org_id,
+                    int(row["chain_id"]),
+                    str(row["wallet"]),
+                    str(row["token"]),
+                    int(row["block_number"]),
+                )
             journal.post(
                 tx,
                 org_id=org_id,
@@ -272,19 +287,8 @@ class ReconciliationGroup(Group):
                 at=now,
                 chain_id=int(row["chain_id"]),
                 kind="correction",
-                postings=[
-                    (journal.wallet(str(row["wallet"])), str(row["token"]), difference),
-                    (journal.EXTERNAL, str(row["token"]), -difference),
-                ],
+                postings=postings,
                 block_number=int(row["block_number"]),
-            )
-            store.accepted(
-                tx,
-                org_id,
-                int(row["chain_id"]),
-                str(row["wallet"]),
-                str(row["token"]),
-                int(row["block_number"]),
             )
             done = breaks.resolve(tx, row, now, note=request.note, by=by)
             assert done is not None
@@ -318,7 +322,9 @@ def _run(row: Row) -> ReconciliationRun:
         chain_id=int(row["chain_id"]),
         block_number=int(row["block_number"]),
         pairs=int(row["pairs"]),
-        tied_out=int(row["tied_out"]) == int(row["pairs"]),
+        tied_out=reconcile.tied(
+            int(row["pairs"]), int(row["tied_out"]), int(row["in_flight"]), int(row["breaks_open"])
+        ),
         pairs_tied_out=int(row["tied_out"]),
         in_flight=int(row["in_flight"]),
         breaks_open=int(row["breaks_open"]),

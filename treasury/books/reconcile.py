@@ -12,6 +12,9 @@ the in-process devnet, its head). An inflow in a block the deposit detector has 
 scanned yet (above its highest cursor mark) is in flight: it will be posted as a
 deposit; an outflow is never waited for.
 
+The organization's fiat transfers are compared with the provider's own states at the same
+run (`treasury.books.provider`): a difference past its grace is a ``provider_mismatch``.
+
 A pair that ties out is remembered with its block; its open breaks at or below that
 block are resolved. A pair that differs is explained from the chain's own evidence: the
 token's ``Transfer`` logs into and out of the wallet since it last tied out, matched by
@@ -43,8 +46,10 @@ from ..backends.storage.base import Row
 from ..errors import Conflict, UpstreamError
 from ..evm.abi import BALANCE_OF
 from ..evm.multicall import multicall_at
-from . import store
+from . import provider, store
 
+#: The kind of break the provider's side opens.
+MISMATCH: breaks.Kind = "provider_mismatch"
 #: keccak256("Transfer(address,address,uint256)").
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
 #: How far back (blocks) the evidence of a pair that never tied out is looked for.
@@ -83,6 +88,16 @@ class Outcome:
     tied_out: int
     in_flight: int
     breaks_open: int
+
+    @property
+    def tied(self) -> bool:
+        return tied(self.pairs, self.tied_out, self.in_flight, self.breaks_open)
+
+
+def tied(pairs: int, tied_out: int, in_flight: int, breaks_open: int) -> bool:
+    """Whether a run tied out: every pair tied, no break open, nothing in flight (a
+    provider difference waiting for its grace included)."""
+    return tied_out == pairs and not in_flight and not breaks_open
 
 
 def reconcile_books(runtime: Runtime, report: Report) -> None:
@@ -170,7 +185,8 @@ def run(runtime: Runtime, chain_id: int, org_id: str | None = None) -> list[Outc
         for pair in pairs:
             if pair.difference:
                 _explain(runtime, chain, tokens[pair.token], pair, block, scanned)
-        outcomes.append(_record(runtime, chain_id, org, pairs, block))
+        fiat = provider.compare(runtime, chain_id, org)
+        outcomes.append(_record(runtime, chain_id, org, pairs, fiat, block))
     return outcomes
 
 
@@ -269,14 +285,23 @@ def _explain(
     pair.parts = {k: (v[0], evidence[k]) for k, v in parts.items() if v[0]}
 
 
-def _record(runtime: Runtime, chain_id: int, org_id: str, pairs: list[Pair], block: int) -> Outcome:
+def _record(
+    runtime: Runtime,
+    chain_id: int,
+    org_id: str,
+    pairs: list[Pair],
+    fiat: provider.Comparison,
+    block: int,
+) -> Outcome:
     """An organization's run in one transaction: ties remembered, breaks opened, updated
     and resolved (announced), the run itself."""
     now = runtime.now_text()
     decimals = {
-        token: runtime.chains.decimals(chain_id, token) for token in {p.token for p in pairs}
+        token: runtime.chains.decimals(chain_id, token)
+        for token in {p.token for p in pairs} | {provider.USDC}
     }
-    tied = in_flight = 0
+    tied = 0
+    in_flight = fiat.in_flight
     with runtime.storage.transaction() as tx:
         tx.lock(f"reconcile:{org_id}:{chain_id}")
         opened: dict[tuple[str, str], dict[str, Row]] = defaultdict(dict)
@@ -308,8 +333,34 @@ def _record(runtime: Runtime, chain_id: int, org_id: str, pairs: list[Pair], blo
                     now=now,
                 )
             for named, row in standing.items():
+                if named == MISMATCH:
+                    continue  # the provider's side, below
                 if named not in pair.parts and int(row["block_number"]) <= block:
                     breaks.resolve(tx, row, now, note=f"tied out at block {block}")
+        for wallet, found in fiat.differences.items():
+            breaks.report(
+                tx,
+                org_id=org_id,
+                kind=MISMATCH,
+                chain_id=chain_id,
+                wallet=wallet,
+                token=provider.USDC,
+                decimals=decimals[provider.USDC],
+                expected=found.expected,
+                actual=found.actual,
+                difference=found.actual - found.expected,
+                block_number=block,
+                evidence=found.evidence,
+                now=now,
+            )
+        for (wallet, _), standing in opened.items():
+            mismatch = standing.get(MISMATCH)
+            if (
+                mismatch is not None
+                and wallet not in fiat.differences
+                and wallet not in fiat.unread
+            ):
+                breaks.resolve(tx, mismatch, now, note=f"the provider agrees at block {block}")
         still = len(store.open_breaks(tx, org_id, chain_id))
         number = store.add_run(
             tx,

@@ -24,6 +24,7 @@ from .._infra.crypto import SecretBox
 from .._infra.sql import keyset_page, take_expired_leases
 from .._records.events import emit
 from .._records.nonces import FAILED, NoncesTaken
+from .._records.postings import REFUNDING
 from .._records.transfers import (
     AWAITING,
     CLAIMED,
@@ -416,12 +417,16 @@ def take_expired_claims(tx: Transaction, now: str, until: str, limit: int) -> li
 
 
 def open_fiat(tx: Transaction, limit: int) -> list[Row]:
-    """Recorded fiat transfers that have not ended, by provider id."""
+    """Recorded fiat transfers the provider has not finished: those that have not ended,
+    and those that failed while the provider still owes their money back (a refund
+    under way: `postings.REFUNDING`), least recently updated first."""
+    failed: Status = "failed"
     return tx.query(
-        f"SELECT {COLUMNS} FROM transfers WHERE status IN {OPEN}"
+        f"SELECT {COLUMNS} FROM transfers WHERE (status IN {OPEN}"
+        f" OR (status = ? AND provider_state IN {sql_list(sorted(REFUNDING))}))"
         " AND stage = ? AND provider_transfer_id IS NOT NULL"
         " ORDER BY updated_at LIMIT ?",
-        (RECORDED, limit),
+        (failed, RECORDED, limit),
     )
 
 
