@@ -211,7 +211,7 @@ def _record(
     for log, org_id in found:
         fields = _fields(chain_id, log, org_id)
         if log.contract == usdc and _matching(onramps, fields, metadata[log.contract]):
-            store.hold(tx, **fields, block_hash=log.block_hash, now=now)
+            store.hold(tx, fields, log.block_hash, now)
             continue
         made += _deposit(tx, chain, fields, log.block_hash, metadata, now)
     return made
@@ -266,7 +266,7 @@ def _deposit(
     announced, 0 if it had been before."""
     chain_id, tx_hash, log_index = fields["chain_id"], fields["tx_hash"], fields["log_index"]
     org_id = fields["org_id"]
-    fresh = store.insert(tx, **fields, now=now) or store.restore(
+    fresh = store.insert(tx, fields, now) or store.restore(
         tx, chain_id, tx_hash, log_index, org_id, fields["block_number"]
     )
     if block_hash:  # kept (or moved to the log's block now) for the reorg check

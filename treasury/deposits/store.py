@@ -4,6 +4,9 @@ away), and the logs held while an open on-ramp of the organization may have paid
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ..backends.storage.base import Row, Transaction
 
 
@@ -29,41 +32,40 @@ def advance(tx: Transaction, chain_id: int, block: int, now: str) -> None:
     )
 
 
-def insert(
-    tx: Transaction,
-    *,
-    chain_id: int,
-    tx_hash: str,
-    log_index: int,
-    org_id: str,
-    address: str,
-    token: str,
-    raw: int,
-    sender: str,
-    block_number: int,
-    now: str,
-) -> bool:
-    """Record a deposit for an organization; False when it was recorded before."""
-    values = (
-        chain_id,
-        tx_hash,
-        log_index,
-        org_id,
-        address,
-        token,
-        str(raw),
-        sender,
-        block_number,
-        now,
-    )
+#: A log's deposit of an organization, as the detector gives it to the store (`Log`'s
+#: fields, its recipient `address` and `sender`, and its `raw` amount).
+LOG_FIELDS = (
+    "chain_id",
+    "tx_hash",
+    "log_index",
+    "org_id",
+    "address",
+    "token",
+    "raw",
+    "sender",
+    "block_number",
+)
+_LOG_COLUMNS = "chain_id, hash, log_index, org_id, address, token, raw, sender, block_number"
+
+
+def _add(tx: Transaction, table: str, fields: Mapping[str, Any], *also: Any) -> bool:
+    """Insert a log's row into `table` (its `LOG_FIELDS`, then `also` for the table's own
+    columns); False when it was there."""
+    values = [str(fields[name]) if name == "raw" else fields[name] for name in LOG_FIELDS]
+    marks = ", ".join("?" * (len(values) + len(also)))
+    extra = {"deposits": ", created_at", "held_logs": ", block_hash, first_seen"}[table]
     return bool(
         tx.execute(
-            "INSERT INTO deposits (chain_id, hash, log_index, org_id, address, token, raw,"
-            " sender, block_number, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT DO NOTHING",
-            values,
+            f"INSERT INTO {table} ({_LOG_COLUMNS}{extra}) VALUES ({marks}) ON CONFLICT DO NOTHING",
+            (*values, *also),
         )
     )
+
+
+def insert(tx: Transaction, fields: Mapping[str, Any], now: str) -> bool:
+    """Record a deposit for an organization (`fields`: `LOG_FIELDS`); False when it was
+    recorded before."""
+    return _add(tx, "deposits", fields, now)
 
 
 def found(tx: Transaction, chain_id: int, tx_hash: str, log_index: int) -> list[Row]:
@@ -117,43 +119,10 @@ def rewind(tx: Transaction, chain_id: int, block: int, now: str) -> None:
 # -- logs held while an open on-ramp may have paid them ------------------------------------
 
 
-def hold(
-    tx: Transaction,
-    *,
-    chain_id: int,
-    tx_hash: str,
-    log_index: int,
-    org_id: str,
-    address: str,
-    token: str,
-    raw: int,
-    sender: str,
-    block_number: int,
-    block_hash: str,
-    now: str,
-) -> bool:
-    """Hold a log for an organization (first seen `now`); False if it was held before."""
-    values = (
-        chain_id,
-        tx_hash,
-        log_index,
-        org_id,
-        address,
-        token,
-        str(raw),
-        sender,
-        block_number,
-        block_hash,
-        now,
-    )
-    return bool(
-        tx.execute(
-            "INSERT INTO held_logs (chain_id, hash, log_index, org_id, address, token, raw,"
-            " sender, block_number, block_hash, first_seen)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            values,
-        )
-    )
+def hold(tx: Transaction, fields: Mapping[str, Any], block_hash: str, now: str) -> bool:
+    """Hold a log for an organization (`fields`: `LOG_FIELDS`; first seen `now`); False
+    if it was held before."""
+    return _add(tx, "held_logs", fields, block_hash, now)
 
 
 def holding(tx: Transaction, chain_id: int) -> bool:
