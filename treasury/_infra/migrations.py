@@ -797,4 +797,18 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 WHERE stage = 'queued'""",
         ],
     ),
+    (
+        24,
+        "per-organization numbers from counters again, taken ahead of the create's"
+        " transaction on PostgreSQL (numbers may skip there)",
+        [
+            # the last number each organization gave in each numbered table (no row:
+            # the first create reads the table's own, `insert_numbered`)
+            """CREATE TABLE numbers (
+                org_id TEXT NOT NULL,
+                name TEXT NOT NULL,
+                last BIGINT NOT NULL,
+                PRIMARY KEY (org_id, name)){clustered}""",
+        ],
+    ),
 ]

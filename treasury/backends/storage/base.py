@@ -106,6 +106,15 @@ class Transaction(ABC):
         for start in range(0, len(rows), size):
             yield rows[start : start + size]
 
+    def ahead(self, sql: str, params: Params = ()) -> bool:
+        """Run `sql` in a transaction of its own, committed just before this one begins,
+        if this one has sent nothing yet (True); else nothing (False). For a counter whose
+        row must not stay locked until this transaction ends. This default never does:
+        where writers run one at a time (SQLite), holding it costs nothing. PostgreSQL's
+        sends it in the message of this transaction's first statement; `sql` is
+        PostgreSQL's then."""
+        return False
+
     @abstractmethod
     def lock(self, name: str) -> None:
         """Hold a named lock until this transaction ends (serialises writers of `name`).

@@ -243,6 +243,12 @@ class _Tx(Transaction):
         if self.began:
             self._cursor.execute(sql)
 
+    def ahead(self, sql: str, params: Params = ()) -> bool:
+        if self.began:
+            return False
+        self._queued[:0] = [("BEGIN", ()), (self._spelled(sql), params), ("COMMIT", ())]
+        return True
+
     def lock(self, name: str) -> None:
         self.queue("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (name,))
 
