@@ -21,7 +21,7 @@ from treasury.cli import main
 from treasury.http import create_app
 from treasury.testing.server import serve
 
-from .conftest import MASTER_KEY, Tenant, make_tenant
+from .conftest import MASTER_KEY, Tenant, make_tenant, sealed
 from .helpers import address, idem
 
 
@@ -38,6 +38,7 @@ def chain(treasury: Treasury, tenant: Tenant) -> list[dict[str, Any]]:
         tenant.org.recipients.create(
             address=address(), label=f"R{number}", idempotency_key=idem_key(number)
         )
+    sealed(treasury)
     with treasury.storage.read() as tx:
         return tx.query(
             "SELECT seq, id FROM audit_events WHERE org_id = ? ORDER BY seq", (tenant.org.id,)

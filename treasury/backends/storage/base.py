@@ -70,6 +70,10 @@ class Transaction(ABC):
     #: LIMIT ?{skip_locked})``): ``" FOR UPDATE SKIP LOCKED"`` where writers run at once,
     #: so concurrent claimers take different rows; empty where they run one at a time.
     skip_locked: ClassVar[str] = ""
+    #: Whether writers run at once (PostgreSQL), not one at a time (SQLite): where they
+    #: do, the audit log appends an event outside its organization's chain, and a job
+    #: seals it in later (`treasury._infra.audit`), so writers never wait on the chain.
+    concurrent: ClassVar[bool] = False
     #: Set by `Storage.transaction` once the outermost transaction committed: whether
     #: what was written in it, nested blocks included, is in the database.
     committed: bool = False

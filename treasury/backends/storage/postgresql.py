@@ -117,6 +117,7 @@ class _Tx(Transaction):
 
     paramstyle = "format"
     skip_locked = " FOR UPDATE SKIP LOCKED"
+    concurrent = True
 
     def __init__(self, conn: psycopg.Connection[Row], prepare: bool = True) -> None:
         self._conn = conn
