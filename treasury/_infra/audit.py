@@ -252,19 +252,27 @@ def _content(row: Row) -> dict[str, Any]:
 
 def seal(storage: Storage, key: bytes, org_id: str | None = None, limit: int = 1000) -> int:
     """Chain the pending events (`append` where writers run at once) into their
-    organizations' chains, each organization's oldest first, at most `limit` of each;
-    the number sealed. Each organization is sealed under a lock of its own, so sealers
+    organizations' chains (or only `org_id`'s), each organization's oldest first, in
+    transactions of at most `limit` events an organization, until none is left; the
+    number sealed. Each organization is sealed under a lock of its own, so sealers
     (every worker's job, `verify`, a checkpoint, a listing) take turns and never chain
     one event twice; an event still uncommitted when a sealer reads is not seen, and is
     sealed after the ones sealed then (the chain's order is the order of sealing).
     Nothing to do on SQLite, whose appends chain at once."""
     which, args = ("", ()) if org_id is None else (" WHERE org_id = ?", (org_id,))
-    with storage.read() as tx:  # (SQLite's writer lock is not taken for nothing)
-        orgs = tx.query(f"SELECT DISTINCT org_id FROM audit_pending{which} ORDER BY org_id", args)
-    if not orgs:
-        return 0
-    with storage.transaction() as tx:  # locks taken in one order: sealers never deadlock
-        return sum(_seal(tx, key, row["org_id"], limit) for row in orgs)
+    sealed = 0
+    while True:
+        with storage.read() as tx:  # (SQLite's writer lock is not taken for nothing)
+            orgs = tx.query(
+                f"SELECT DISTINCT org_id FROM audit_pending{which} ORDER BY org_id", args
+            )
+        if not orgs:
+            return sealed
+        with storage.transaction() as tx:  # locks taken in one order: no deadlock
+            done = sum(_seal(tx, key, row["org_id"], limit) for row in orgs)
+        if not done:  # another sealer took them meanwhile
+            return sealed
+        sealed += done
 
 
 def _seal(tx: Transaction, key: bytes, org_id: str, limit: int) -> int:
