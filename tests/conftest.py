@@ -204,6 +204,12 @@ def make_tenant(t: Treasury, name: str = "Acme", user_id: str = "user_1") -> Ten
     return Tenant(t.for_api_key(key.secret), key.secret, key.id)
 
 
+def sealed(t: Treasury) -> None:
+    """Seal the pending audit events into their chains, as a worker's pass does (on
+    PostgreSQL an append waits for it; SQLite chains each event at once)."""
+    t.run_once(only=["seal_audit_events"])
+
+
 @pytest.fixture
 def tenant(treasury: Treasury) -> Tenant:
     return make_tenant(treasury)

@@ -21,7 +21,7 @@ from treasury.cli import main
 from treasury.http import create_app
 from treasury.testing.server import serve
 
-from .conftest import MASTER_KEY, Tenant, make_tenant
+from .conftest import MASTER_KEY, Tenant, make_tenant, on_postgres, sealed
 from .helpers import address, idem
 
 
@@ -38,6 +38,7 @@ def chain(treasury: Treasury, tenant: Tenant) -> list[dict[str, Any]]:
         tenant.org.recipients.create(
             address=address(), label=f"R{number}", idempotency_key=idem_key(number)
         )
+    sealed(treasury)
     with treasury.storage.read() as tx:
         return tx.query(
             "SELECT seq, id FROM audit_events WHERE org_id = ? ORDER BY seq", (tenant.org.id,)
@@ -202,3 +203,24 @@ def test_events_of_any_text_verify(treasury: Treasury) -> None:
             request_id='req ü 💸 \\"',
         )
     assert treasury.verify_audit_log() == (4, None)
+
+
+def test_pending_events_are_sealed_in_batches_until_none_is_left(
+    treasury: Treasury, tenant: Tenant
+) -> None:
+    """On PostgreSQL the events wait outside the chain until sealed; a seal takes them
+    all, a batch at a time, and a later one goes on from the head (SQLite chains at
+    once: nothing waits)."""
+    key = audit.audit_key(treasury._runtime.secrets)
+    for number in range(5):
+        tenant.org.recipients.create(address=address(), label="R", idempotency_key=f"b{number}")
+    assert audit.seal(treasury.storage, key, limit=2) == (7 if on_postgres() else 0)
+    tenant.org.recipients.create(address=address(), label="R", idempotency_key="b5")
+    assert audit.seal(treasury.storage, key, tenant.org.id) == (1 if on_postgres() else 0)
+    with treasury.storage.read() as tx:
+        seqs = tx.query(
+            "SELECT seq FROM audit_events WHERE org_id = ? ORDER BY seq", (tenant.org.id,)
+        )
+        pending = tx.one("SELECT COUNT(*) AS n FROM audit_pending")
+    assert [row["seq"] for row in seqs] == list(range(1, 9)) and pending == {"n": 0}
+    assert treasury.verify_audit_log() == (8, None)

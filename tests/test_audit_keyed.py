@@ -23,7 +23,7 @@ from treasury import Treasury
 from treasury._infra import audit
 from treasury.cli import main
 
-from .conftest import MASTER_KEY, Tenant, make_tenant
+from .conftest import MASTER_KEY, Tenant, make_tenant, sealed
 from .helpers import address
 
 
@@ -73,6 +73,7 @@ def acme(treasury: Treasury, tenant: Tenant) -> Tenant:
         tenant.org.recipients.create(
             address=address(), label=f"R{number}", idempotency_key=f"a{number}"
         )
+    sealed(treasury)
     return tenant
 
 
@@ -229,6 +230,7 @@ def test_a_chain_written_before_the_key_is_keyed_on_upgrade(
     """Migration 20's step (`audit.rekey`) re-hashes an intact unkeyed chain, as chains
     were written before it, with the key; it leaves a broken one broken."""
     other = make_tenant(treasury, "Globex", "user_g")
+    sealed(treasury)
     with treasury.storage.transaction() as tx:
         rehash(tx, acme.org.id, _sha256)  # as written before the chain was keyed
         rehash(tx, other.org.id, _sha256)

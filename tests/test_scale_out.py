@@ -155,6 +155,134 @@ def test_a_key_s_rate_limit_is_shared_by_both_servers(cluster: Cluster) -> None:
         assert over.json()["error"]
 
 
+@dataclass
+class OneOrganization:
+    """One organization's requests from both servers at once (`one_organization`)."""
+
+    org_id: str
+    secret: str
+    #: Each client thread's created recipients' numbers, in the order it created them.
+    numbers: list[list[int]]
+    requests: int  # every request sent (each one audited once)
+    checkpoint: Path  # taken while the load ran
+
+
+@pytest.fixture(scope="module")
+def one_organization(cluster: Cluster) -> OneOrganization:
+    """16 client threads on one organization (a key each), each sending requests one after
+    another to the two servers in turn while both workers run: recipients created (every
+    fifth one an address already saved: 409, a number taken and skipped) and re-labelled;
+    a checkpoint of the organization's chain taken halfway."""
+    tenant = make_tenant(cluster.treasury, "One")
+    org_id = tenant.org.id
+    threads, each = 16, 30
+    checkpoint = cluster.config.parent / "one-checkpoint.json"
+    done = Counter[str]()  # requests answered, so far
+
+    # a key per thread (each key's rate limit is 100 requests a minute)
+    secrets_ = [
+        cluster.treasury.admin.create_api_key(org_id, user_id=f"u{thread}").secret
+        for thread in range(threads)
+    ]
+
+    def load(thread: int) -> list[int]:
+        clients = [cluster.client(i, secrets_[thread]) for i in (0, 1)]
+        numbers: list[int] = []
+        address = "0x" + secrets.token_hex(20)
+        for i in range(each):
+            api = clients[i % 2]
+            done["requests"] += 1
+            if i % 5 == 4:  # an address this thread already saved
+                answer = api.post(
+                    "/recipients",
+                    json={"address": address, "label": "again"},
+                    headers={"Idempotency-Key": secrets.token_hex(8)},
+                )
+                assert answer.status_code == 409, answer.text
+                continue
+            address = "0x" + secrets.token_hex(20)
+            answer = api.post(
+                "/recipients",
+                json={"address": address, "label": f"t{thread}"},
+                headers={"Idempotency-Key": secrets.token_hex(8)},
+            )
+            assert answer.status_code == 201, answer.text
+            numbers.append(answer.json()["id"])
+            if i % 7 == 6:
+                changed = api.patch(f"/recipients/{numbers[-1]}", json={"label": "x"})
+                assert changed.status_code == 200, changed.text
+        return numbers
+
+    with ThreadPoolExecutor(threads) as pool:
+        loads = [pool.submit(load, thread) for thread in range(threads)]
+        while done["requests"] < threads * each // 2:
+            failed = [load for load in loads if load.done()]
+            assert not failed, failed[0].result()
+            time.sleep(0.02)
+        taken = audit_cli(cluster, "checkpoint", "--org", org_id)
+        assert taken.returncode == 0, taken.stderr
+        checkpoint.write_text(taken.stdout)
+        numbers = [load.result() for load in loads]
+    patches = sum(1 for i in range(each) if i % 5 != 4 and i % 7 == 6)
+    return OneOrganization(org_id, tenant.secret, numbers, threads * (each + patches), checkpoint)
+
+
+def audit_cli(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+    """``treasury audit ARGS`` on the cluster's settings."""
+    return subprocess.run(
+        [sys.executable, "-m", "treasury.cli", "audit", *args],
+        env=clean_env({"TREASURY_CONFIG": str(cluster.config)}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_one_organization_s_chain_written_at_full_speed_verifies(
+    cluster: Cluster, one_organization: OneOrganization
+) -> None:
+    load = one_organization
+    storage = cluster.treasury.storage
+    with storage.read() as tx:  # the workers sealed while the servers wrote
+        chained = tx.one("SELECT COUNT(*) AS n FROM audit_events WHERE org_id = ?", (load.org_id,))
+    assert chained is not None and chained["n"] > 0
+    verified = audit_cli(cluster, "verify", "--checkpoint", str(load.checkpoint))
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    with storage.read() as tx:
+        events = tx.query(
+            "SELECT seq, operation, status FROM audit_events WHERE org_id = ? ORDER BY seq",
+            (load.org_id,),
+        )
+        head = tx.one("SELECT seq FROM audit_heads WHERE org_id = ?", (load.org_id,))
+    # every request recorded once, in one unbroken chain: 1, 2, 3, ... up to its head
+    assert sum(event["operation"].startswith("recipients.") for event in events) == load.requests
+    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
+    assert head is not None and head["seq"] == len(events)
+    assert sum(event["status"] == 409 for event in events) == 16 * 6
+
+
+def test_one_organization_s_numbers_stay_unique_and_increasing(
+    cluster: Cluster, one_organization: OneOrganization
+) -> None:
+    load = one_organization
+    given = [number for numbers in load.numbers for number in numbers]
+    assert len(set(given)) == len(given)  # unique
+    for numbers in load.numbers:  # each client saw them grow
+        assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)
+    # the numbers the API lists are those it answered; a refused create skips one
+    with cluster.client(0, load.secret) as api:
+        listed, cursor = [], None
+        while True:
+            page = api.get(
+                "/recipients", params={"limit": 100, **({"cursor": cursor} if cursor else {})}
+            ).json()
+            listed += [row["id"] for row in page["data"]]
+            if not (cursor := page.get("nextCursor")):
+                break
+    assert sorted(listed) == sorted(given)
+    assert max(given) <= 16 * 30  # at most one number per create tried
+
+
 def record_transactions(
     cluster: Cluster, api: httpx.Client, wallet: dict[str, Any], n: int
 ) -> set[str]:

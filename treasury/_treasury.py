@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 
 #: The background jobs, in the order a pass runs them. Adding a job is adding an entry.
 JOBS: tuple[Job, ...] = (
+    Job("seal_audit_events", audit.seal_audit_events),
     Job("finish_bank_account_registrations", finish_registrations),
     Job("finish_transfers", finish_transfers),
     Job("expire_transfer_approvals", expire_approvals),
@@ -450,7 +451,9 @@ class Treasury:
         first broken link (None when every chain holds). `checkpoint`: the entries of an
         `audit_checkpoint` taken before; each chain must still reach its entry."""
         runtime = self._runtime
-        checked, broken = verify_chains(runtime.storage, audit.audit_key(runtime.secrets))
+        key = audit.audit_key(runtime.secrets)
+        audit.seal(runtime.storage, key)  # what is still pending, first
+        checked, broken = verify_chains(runtime.storage, key)
         if broken is None and checkpoint is not None:
             broken = checkpoints.check(runtime.storage, runtime.secrets, checkpoint)
         return checked, broken
@@ -460,6 +463,8 @@ class Treasury:
         outside the database, and pass it to `verify_audit_log` later."""
         if org_id is not None:
             self.admin.get_organization(org_id)
+        runtime = self._runtime
+        audit.seal(runtime.storage, audit.audit_key(runtime.secrets), org_id)
         return checkpoints.take(self._runtime.storage, self._runtime.secrets, org_id)
 
     def audit_public_key(self) -> str:

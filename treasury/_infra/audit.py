@@ -20,14 +20,21 @@ The chain: each event stores `prev_hash`, the hash of its organization's previou
 `prevHash` and `hash` under a key derived from the master key (`audit_key`, purpose
 "audit"). The tag is never stored: a database writer without the master key can neither
 alter an event nor chain one after another predecessor (deleted or reordered before it),
-as either needs the tag. The process computes the tag, the database the hash, while it
-advances the head: an append waits for no answer (see docs/decisions.md). Events of the
-first keyed chains (HMAC of the canonical JSON with `prevHash`, `first_keyed_hash_of`)
-verify too. `audit_heads` holds each organization's last sequence number, its hash and
-the hash before it; its row is the lock that serialises the appends of one organization
-(an upsert locks it in PostgreSQL; SQLite has one writer), and it shows a deleted last
-event. A cut tail with its head moved back, or a whole chain deleted, is caught by a
-signed checkpoint kept outside the database (`treasury.audit.checkpoints`).
+as either needs the tag. Events of the first keyed chains (HMAC of the canonical JSON
+with `prevHash`, `first_keyed_hash_of`) verify too. `audit_heads` holds each
+organization's last sequence number, its hash and the hash before it, and shows a
+deleted last event. A cut tail with its head moved back, or a whole chain deleted, is
+caught by a signed checkpoint kept outside the database (`treasury.audit.checkpoints`).
+
+Where the chain is written (see docs/decisions.md): with one writer at a time (SQLite)
+`append` chains the event in the change's transaction, the process computing the tag and
+the database the hash while it advances the head. Where writers run at once
+(PostgreSQL) a head every write of the organization locked until its commit made them
+wait on each other, so `append` stores the event outside the chain (`audit_pending`),
+still in the change's transaction, and `seal` chains the pending events later, in the
+order it finds them committed: each worker's pass (`seal_audit_events`), and `verify`,
+a checkpoint and a listing before they read. Until sealed, an event is not covered by
+the chain.
 """
 
 from __future__ import annotations
@@ -42,9 +49,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..backends.storage.base import Row, Transaction
+from ..backends.storage.base import Row, Storage, Transaction
 from ..errors import TreasuryError
 from .crypto import SecretBox
+from .jobs import Report
 from .runtime import Runtime
 
 log = logging.getLogger("treasury.audit")
@@ -186,44 +194,124 @@ def append(
     status: int,
     request_id: str | None = None,
 ) -> str:
-    """Append one event to `org_id`'s chain in `tx`; its id. Two writes whose answers
-    nobody reads (sent with the commit where the backend can): the head advances, its
-    new hash computed by the database from the previous one and the event's keyed tag
-    (`chained`: ``sha256_hex(tag || previous hash)``; the tag, an HMAC-SHA256 of the
-    event's content under the audit key, is computed here and the key never leaves the
-    process), then the event is copied from it. Holds the organization's head (locked
-    in PostgreSQL) until `tx` ends: make it the transaction's last write."""
+    """Append one event to `org_id`'s chain in `tx`; its id. Where writers run at once
+    (PostgreSQL, `Transaction.concurrent`) the event is stored outside the chain, one
+    write nobody waits for and nothing shared with the organization's other writers;
+    `seal` chains it later, in the order such events are found committed. Elsewhere
+    (SQLite, one writer at a time) it is chained here: two writes whose answers nobody
+    reads, the head advancing (its new hash computed by the database from the previous
+    one and the event's keyed tag, `chained`: ``sha256_hex(tag || previous hash)``; the
+    tag, an HMAC-SHA256 of the event's content under the audit key, is computed here
+    and the key never leaves the process), then the event copied from it; the head
+    stays held until `tx` ends: make it the transaction's last write."""
     event_id = "aud_" + secrets.token_hex(12)
-    at, who = runtime.now_text(), actor.as_json()
+    at, who = runtime.now_text(), _CANONICAL.encode(actor.as_json())
+    fields = (event_id, at, who, operation, object_type, object_id, status, request_id, org_id)
+    if tx.concurrent:
+        tx.send(_PEND, fields)
+        return event_id
     tag = _tag(
-        audit_key(runtime.secrets),
-        {
-            "id": event_id,
-            "at": at,
-            "actor": who,
-            "operation": operation,
-            "objectType": object_type,
-            "objectId": object_id,
-            "status": status,
-            "requestId": request_id,
-        },
+        audit_key(runtime.secrets), _content(dict(zip(_PENDING_FIELDS, fields, strict=True)))
     )
     tx.send(_ADVANCE_HEAD, (org_id, GENESIS, chained(tag, GENESIS), tag))
-    tx.send(
-        _COPY_EVENT,
-        (
-            event_id,
-            at,
-            _CANONICAL.encode(who),
-            operation,
-            object_type,
-            object_id,
-            status,
-            request_id,
-            org_id,
-        ),
-    )
+    tx.send(_COPY_EVENT, fields)
     return event_id
+
+
+_PENDING_FIELDS = (
+    "id",
+    "at",
+    "actor",
+    "operation",
+    "object_type",
+    "object_id",
+    "status",
+    "request_id",
+    "org_id",
+)
+#: An event committed with its change, outside its organization's chain until sealed.
+_PEND = (
+    f"INSERT INTO audit_pending ({', '.join(_PENDING_FIELDS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _content(row: Row) -> dict[str, Any]:
+    """An event's content as its tag covers it (every field but `prevHash` and `hash`),
+    from its stored row (the actor as stored: canonical JSON)."""
+    return {
+        "id": row["id"],
+        "at": row["at"],
+        "actor": json.loads(row["actor"]),
+        "operation": row["operation"],
+        "objectType": row["object_type"],
+        "objectId": row["object_id"],
+        "status": row["status"],
+        "requestId": row["request_id"],
+    }
+
+
+def seal(storage: Storage, key: bytes, org_id: str | None = None, limit: int = 1000) -> int:
+    """Chain the pending events (`append` where writers run at once) into their
+    organizations' chains (or only `org_id`'s), each organization's oldest first, in
+    transactions of at most `limit` events an organization, until none is left; the
+    number sealed. Each organization is sealed under a lock of its own, so sealers
+    (every worker's job, `verify`, a checkpoint, a listing) take turns and never chain
+    one event twice; an event still uncommitted when a sealer reads is not seen, and is
+    sealed after the ones sealed then (the chain's order is the order of sealing).
+    Nothing to do on SQLite, whose appends chain at once."""
+    which, args = ("", ()) if org_id is None else (" WHERE org_id = ?", (org_id,))
+    sealed = 0
+    while True:
+        with storage.read() as tx:  # (SQLite's writer lock is not taken for nothing)
+            orgs = tx.query(
+                f"SELECT DISTINCT org_id FROM audit_pending{which} ORDER BY org_id", args
+            )
+        if not orgs:
+            return sealed
+        with storage.transaction() as tx:  # locks taken in one order: no deadlock
+            done = sum(_seal(tx, key, row["org_id"], limit) for row in orgs)
+        if not done:  # another sealer took them meanwhile
+            return sealed
+        sealed += done
+
+
+def _seal(tx: Transaction, key: bytes, org_id: str, limit: int) -> int:
+    tx.lock(f"audit:{org_id}")
+    rows = tx.query(
+        f"SELECT n, {', '.join(_PENDING_FIELDS)} FROM audit_pending WHERE org_id = ?"
+        " ORDER BY n LIMIT ?",
+        (org_id, limit),
+    )
+    if not rows:
+        return 0
+    head = tx.one("SELECT seq, hash FROM audit_heads WHERE org_id = ?", (org_id,))
+    seq, last = (head["seq"], head["hash"]) if head is not None else (0, GENESIS)
+    previous = last
+    for row in rows:
+        seq, previous, last = seq + 1, last, chained(_tag(key, _content(row)), last)
+        tx.send(
+            _SEALED_EVENT,
+            (*(row[name] for name in _PENDING_FIELDS), seq, previous, last),
+        )
+        tx.send("DELETE FROM audit_pending WHERE n = ?", (row["n"],))
+    tx.send(_SET_HEAD, (org_id, seq, previous, last))
+    return len(rows)
+
+
+_SEALED_EVENT = (
+    f"INSERT INTO audit_events ({', '.join(_PENDING_FIELDS)}, seq, prev_hash, hash)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SET_HEAD = (
+    "INSERT INTO audit_heads (org_id, seq, prev_hash, hash) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (org_id) DO UPDATE SET seq = excluded.seq, prev_hash = excluded.prev_hash,"
+    " hash = excluded.hash"
+)
+
+
+def seal_audit_events(runtime: Runtime, report: Report) -> None:
+    """Job: seal the pending audit events into their chains (`seal`)."""
+    report.add(audit_events_sealed=seal(runtime.storage, audit_key(runtime.secrets)))
 
 
 #: The organization's head moves to the next event: number, previous hash and hash
@@ -264,18 +352,7 @@ def chained(tag: str, previous: str) -> str:
 
 def event_of(row: Row) -> dict[str, Any]:
     """An event as listed, from its stored row: its canonical fields and its `hash`."""
-    return {
-        "id": row["id"],
-        "at": row["at"],
-        "actor": json.loads(row["actor"]),
-        "operation": row["operation"],
-        "objectType": row["object_type"],
-        "objectId": row["object_id"],
-        "status": row["status"],
-        "requestId": row["request_id"],
-        "prevHash": row["prev_hash"],
-        "hash": row["hash"],
-    }
+    return {**_content(row), "prevHash": row["prev_hash"], "hash": row["hash"]}
 
 
 #: Canonical JSON: keys sorted, no spaces, text as it is (UTF-8 once encoded).

@@ -797,4 +797,38 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 WHERE stage = 'queued'""",
         ],
     ),
+    (
+        24,
+        "per-organization numbers from counters again, taken ahead of the create's"
+        " transaction on PostgreSQL (numbers may skip there)",
+        [
+            # the last number each organization gave in each numbered table (no row:
+            # the first create reads the table's own, `insert_numbered`)
+            """CREATE TABLE numbers (
+                org_id TEXT NOT NULL,
+                name TEXT NOT NULL,
+                last BIGINT NOT NULL,
+                PRIMARY KEY (org_id, name)){clustered}""",
+        ],
+    ),
+    (
+        25,
+        "audit events appended outside their chain on PostgreSQL, sealed into it by a job",
+        [
+            # an event committed with its change, not yet in its organization's chain:
+            # `n` orders the sealing, which numbers and hashes it (`audit.seal`)
+            """CREATE TABLE audit_pending (
+                n {pk},
+                org_id TEXT NOT NULL,
+                id TEXT NOT NULL,
+                at TEXT NOT NULL,
+                actor TEXT NOT NULL,
+                operation TEXT NOT NULL,
+                object_type TEXT NOT NULL,
+                object_id TEXT,
+                status INTEGER NOT NULL,
+                request_id TEXT)""",
+            "CREATE INDEX audit_pending_org ON audit_pending (org_id, n)",
+        ],
+    ),
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._infra.audit import event_of
+from .._infra.audit import audit_key, event_of, seal
 from .._infra.group import Group
 from .._infra.models import Page, PageQuery
 from .._infra.pagination import Cursors, page_of
@@ -27,8 +27,10 @@ class AuditEvents(Group):
         """The events, newest first; pass `next_cursor` back as `cursor` for the next page."""
         query = parse_input(PageQuery, query, params, "query")
         org_id = self._scope.org_id
-        cursors = Cursors(self._scope.runtime.secrets.derive("cursor:audit"), "audit-events")
-        with self._scope.runtime.storage.read() as tx:
+        runtime = self._scope.runtime
+        cursors = Cursors(runtime.secrets.derive("cursor:audit"), "audit-events")
+        seal(runtime.storage, audit_key(runtime.secrets), org_id)  # its pending events first
+        with runtime.storage.read() as tx:
             rows, following = page_of(
                 cursors, org_id, query, lambda after, n: _page(tx, org_id, after, n)
             )

@@ -70,6 +70,10 @@ class Transaction(ABC):
     #: LIMIT ?{skip_locked})``): ``" FOR UPDATE SKIP LOCKED"`` where writers run at once,
     #: so concurrent claimers take different rows; empty where they run one at a time.
     skip_locked: ClassVar[str] = ""
+    #: Whether writers run at once (PostgreSQL), not one at a time (SQLite): where they
+    #: do, the audit log appends an event outside its organization's chain, and a job
+    #: seals it in later (`treasury._infra.audit`), so writers never wait on the chain.
+    concurrent: ClassVar[bool] = False
     #: Set by `Storage.transaction` once the outermost transaction committed: whether
     #: what was written in it, nested blocks included, is in the database.
     committed: bool = False
@@ -105,6 +109,15 @@ class Transaction(ABC):
         rows = self._query(sql, params)
         for start in range(0, len(rows), size):
             yield rows[start : start + size]
+
+    def ahead(self, sql: str, params: Params = ()) -> bool:
+        """Run `sql` in a transaction of its own, committed just before this one begins,
+        if this one has sent nothing yet (True); else nothing (False). For a counter whose
+        row must not stay locked until this transaction ends. This default never does:
+        where writers run one at a time (SQLite), holding it costs nothing. PostgreSQL's
+        sends it in the message of this transaction's first statement; `sql` is
+        PostgreSQL's then."""
+        return False
 
     @abstractmethod
     def lock(self, name: str) -> None:

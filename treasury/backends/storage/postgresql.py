@@ -117,6 +117,7 @@ class _Tx(Transaction):
 
     paramstyle = "format"
     skip_locked = " FOR UPDATE SKIP LOCKED"
+    concurrent = True
 
     def __init__(self, conn: psycopg.Connection[Row], prepare: bool = True) -> None:
         self._conn = conn
@@ -242,6 +243,12 @@ class _Tx(Transaction):
         self._queued = []
         if self.began:
             self._cursor.execute(sql)
+
+    def ahead(self, sql: str, params: Params = ()) -> bool:
+        if self.began:
+            return False
+        self._queued[:0] = [("BEGIN", ()), (self._spelled(sql), params), ("COMMIT", ())]
+        return True
 
     def lock(self, name: str) -> None:
         self.queue("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (name,))
