@@ -51,10 +51,10 @@ from ..errors import (
     UpstreamError,
     ValidationError,
 )
-from . import audit
+from . import audit, replays
 from .clock import to_text
 from .jobs import Report
-from .models import Replayable, SealedAtRest
+from .models import Resource
 from .runtime import Runtime, Scope
 
 KEY_TTL = timedelta(hours=24)
@@ -64,7 +64,7 @@ LEASE = timedelta(seconds=90)
 NOT_STORED = frozenset({400, 401, 429})  # and every status >= 500
 MAX_KEY_LENGTH = 256
 
-R = TypeVar("R", bound=Replayable)
+R = TypeVar("R", bound=Resource)
 S = TypeVar("S")
 #: The claim of a two-phase operation: writes its write-ahead rows, in the transaction
 #: that holds the key, and returns their reference.
@@ -128,7 +128,7 @@ def run(
     try:
         with storage.transaction() as tx:
             result = write(tx)
-            hold.send_done(tx, result.model_dump_json(), _secret(result))
+            hold.send_done(tx, result.model_dump_json(), _secret(scope.runtime, result))
             audit.record(tx, result)
         return result
     except DuplicateKey as error:  # the key's, or the operation's own (not stored)
@@ -216,7 +216,7 @@ def finish(runtime: Runtime, org_id: str, ref: str, steps: Upstream[S, R]) -> R:
         raise
     with storage.transaction() as tx:
         result = steps.record(tx, ref, performed)
-        body, outcome = _kept(runtime, result.model_dump_json(), _secret(result))
+        body, outcome = _kept(runtime, result.model_dump_json(), _secret(runtime, result))
         tx.execute(
             "UPDATE idempotency_keys SET state = 'done', body = ?, outcome = ?"
             " WHERE org_id = ? AND resource = ? AND state = 'in_flight'",
@@ -252,7 +252,9 @@ def finish_many(
                 with storage.transaction() as part:  # a savepoint
                     if ok:
                         result = steps.record(part, ref, value)
-                        body, outcome = _kept(runtime, result.model_dump_json(), _secret(result))
+                        body, outcome = _kept(
+                            runtime, result.model_dump_json(), _secret(runtime, result)
+                        )
                         part.execute(
                             "UPDATE idempotency_keys SET state = 'done', body = ?, outcome = ?"
                             " WHERE org_id = ? AND resource = ? AND state = 'in_flight'",
@@ -365,9 +367,11 @@ def run_composite(
 _PURPOSE = "idempotency-outcome"
 
 
-def _secret(result: Replayable) -> bool:
-    """Whether a result's stored outcome is sealed (`SealedAtRest`)."""
-    return isinstance(result, SealedAtRest) and result.holds_secret()
+def _secret(runtime: Runtime, result: Resource) -> bool:
+    """Whether a result's stored outcome is sealed: its operation's rule says it holds a
+    secret (`Runtime.sealed_outcomes`, from the table's `sealed`)."""
+    holds_secret = runtime.sealed_outcomes.get(type(result))
+    return holds_secret is not None and holds_secret(result)
 
 
 def _kept(runtime: Runtime, body: str, sealed: bool) -> tuple[str | None, bytes | None]:
@@ -430,12 +434,14 @@ class KeyHold:
             )
         )
 
-    def accept(self, tx: Transaction, result: Replayable) -> bool:
+    def accept(self, tx: Transaction, result: Resource) -> bool:
         """Hold the key with `result` as its outcome, in the transaction that wrote it
         (a part of a composite, accepted at once); False if the key is taken."""
-        return self.insert(tx, "done", body=result.model_dump_json(), sealed=_secret(result))
+        return self.insert(
+            tx, "done", body=result.model_dump_json(), sealed=_secret(self.runtime, result)
+        )
 
-    def release(self, tx: Transaction, outcome: Replayable | TreasuryError | None) -> None:
+    def release(self, tx: Transaction, outcome: Resource | TreasuryError | None) -> None:
         """End a composite's hold: with its `outcome` stored (replayed for 24 hours from
         now), or freed (None). Nothing when the hold was taken over meanwhile."""
         where = " WHERE org_id = ? AND key = ? AND state = ? AND fingerprint = ?"
@@ -449,7 +455,9 @@ class KeyHold:
         if isinstance(outcome, TreasuryError):
             status, body = outcome.status, json.dumps(outcome.to_body())
         else:
-            body, sealed = _kept(self.runtime, outcome.model_dump_json(), _secret(outcome))
+            body, sealed = _kept(
+                self.runtime, outcome.model_dump_json(), _secret(self.runtime, outcome)
+            )
         now = self.runtime.now()
         tx.execute(
             "UPDATE idempotency_keys SET state = 'done', status = ?, body = ?, outcome = ?,"
@@ -522,7 +530,7 @@ def _replay(runtime: Runtime, row: Row, print_: str, result_type: type[R]) -> R:
         error.replayed = True
         raise error
     result = result_type.model_validate(body)
-    result.mark_replayed()
+    replays.mark(result)
     return result
 
 
