@@ -25,7 +25,7 @@ from .._infra.pagination import Cursors, page_of
 from .._infra.runtime import Runtime
 from .._infra.validation import parse, parse_input, parse_value
 from .._records import bank_accounts, customers, nonces, policy, wallets
-from .._records.bank_accounts import BankAccountSummary, parse_external_id
+from .._records.bank_accounts import parse_external_id
 from .._records.transfers import RECORDED, ApprovalStatus
 from ..backends.storage.base import Row, Transaction
 from ..errors import Conflict, Forbidden, NotFound, ValidationError
@@ -38,7 +38,6 @@ from .models import (
     Pairing,
     Transfer,
     TransferBatch,
-    TransferSide,
 )
 
 #: The executor of each pairing: its upstream steps (the jobs finish claims with them).
@@ -561,25 +560,17 @@ def _undecidable(status: ApprovalStatus, decision: ApprovalStatus) -> str:
 
 
 def onchain_side(address: str, chain_id: int, currency: Currency, amount: str) -> str:
-    return store.side(
-        TransferSide(
-            address=address, bank_account=None, chain_id=chain_id, currency=currency, amount=amount
-        )
-    )
+    return store.Side(currency, amount, address=address, chain_id=chain_id).dumps()
 
 
 def _bank_side(bank: Row, currency: Currency, amount: str) -> str:
-    summary = BankAccountSummary(
+    shown = store.BankShown(
         id=bank["external_id"],
         bank_name=bank["bank_name"],
         account_owner_name=bank["account_owner_name"],
         account_number_last4=bank["account_number_last4"],
     )
-    return store.side(
-        TransferSide(
-            address=None, bank_account=summary, chain_id=None, currency=currency, amount=amount
-        )
-    )
+    return store.Side(currency, amount, bank_account=shown).dumps()
 
 
 def _less_fee(request: CreateTransfer) -> str:
