@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from .._infra.sql import in_chunks
 from ..backends.storage.base import Row, Transaction
 
 COLUMNS = "number AS id, address, label, type, created_at, updated_at"
@@ -56,24 +57,21 @@ def watched_count(tx: Transaction) -> int:
 def watched(tx: Transaction, addresses: Sequence[str] | None = None) -> dict[str, list[str]]:
     """The organizations watching each address: of every managed, tracked and virtual
     wallet, or of those among `addresses` (looked up by address, 500 at a time)."""
-    if addresses is None:
-        batches: list[Sequence[str] | None] = [None]
-    else:
-        unique = sorted(set(addresses))
-        batches = [unique[i : i + 500] for i in range(0, len(unique), 500)]
     found: dict[str, list[str]] = defaultdict(list)
-    for batch in batches:
-        params: tuple[str, ...] = ()
-        if batch is None:
-            sql = _WATCHED.format(where="", also="")
-        elif not batch:
-            continue
-        else:
-            marks = ", ".join("?" * len(batch))
-            sql = _WATCHED.format(
-                where=f" AND address IN ({marks})", also=f" WHERE address IN ({marks})"
+    statements: list[tuple[str, tuple[str, ...]]]
+    if addresses is None:
+        statements = [(_WATCHED.format(where="", also=""), ())]
+    else:
+        statements = [
+            (
+                _WATCHED.format(
+                    where=f" AND address IN ({marks})", also=f" WHERE address IN ({marks})"
+                ),
+                (*batch, *batch),
             )
-            params = (*batch, *batch)
+            for batch, marks in in_chunks(addresses)
+        ]
+    for sql, params in statements:
         for row in tx.query(sql, params):
             found[row["address"]].append(row["org_id"])
     return dict(found)
@@ -121,10 +119,7 @@ def held(tx: Transaction, org_id: str, addresses: Sequence[str]) -> set[str]:
     """Of `addresses` (lowercase), those of a current managed wallet or the virtual wallet
     of `org_id`: the wallets its books hold an account for."""
     found: set[str] = set()
-    unique = sorted(set(addresses))
-    for begin in range(0, len(unique), 500):
-        batch = unique[begin : begin + 500]
-        marks = ", ".join("?" * len(batch))
+    for batch, marks in in_chunks(addresses):
         rows = tx.query(
             f"SELECT address FROM wallets WHERE {_CURRENT} AND custody_ref IS NOT NULL"
             f" AND address IN ({marks}) UNION SELECT address FROM virtual_wallets"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .._infra.models import ListQuery
-from .._infra.sql import insert_numbered, order_by
+from .._infra.sql import insert_new, order_by
 from ..backends.storage.base import DuplicateKey, Row, Transaction
 from ..errors import Conflict
 
@@ -22,12 +22,8 @@ def insert(tx: Transaction, org_id: str, address: str, label: str, now: str) -> 
         "updated_at": now,
         "pointed_at": now,
     }
-    try:
-        row = insert_numbered(tx, "recipients", org_id, values, COLUMNS)
-    except DuplicateKey:
-        raise Conflict("A recipient with this address already exists") from None
-    assert row is not None
-    return row
+    conflict = "A recipient with this address already exists"
+    return insert_new(tx, "recipients", org_id, values, COLUMNS, conflict)
 
 
 def change(

@@ -8,10 +8,9 @@ import re
 from collections.abc import Iterator
 
 from .._infra.models import ListQuery
-from .._infra.sql import insert_numbered, order_by
+from .._infra.sql import insert_new, order_by
 from .._records.wallets import COLUMNS
-from ..backends.storage.base import DuplicateKey, Row, Transaction
-from ..errors import Conflict
+from ..backends.storage.base import Row, Transaction
 
 _CURRENT = "org_id = ? AND deleted_at IS NULL"
 _DEFAULT_LABEL = re.compile(r"Wallet ([1-9][0-9]*)")
@@ -53,12 +52,8 @@ def insert(
         "created_at": now,
         "updated_at": now,
     }
-    try:
-        row = insert_numbered(tx, "wallets", org_id, values, COLUMNS)
-    except DuplicateKey:
-        raise Conflict("This organization already has a wallet with that address") from None
-    assert row is not None
-    return row
+    conflict = "This organization already has a wallet with that address"
+    return insert_new(tx, "wallets", org_id, values, COLUMNS, conflict)
 
 
 def current(tx: Transaction, org_id: str, query: ListQuery) -> Iterator[list[Row]]:
