@@ -62,9 +62,14 @@ ExternalAccountId = Annotated[str, BeforeValidator(_id_text), StringConstraints(
 """A transfer's `external_account_id`: checked as a uuid by `parse_external_id`."""
 
 
-def parse_external_id(value: object, field: str) -> str:
-    """A bank account's uuid as transfers name it, or a 400 that says which id to give."""
+class ExternalIdRefused(ValidationError):
+    """Not a bank account's uuid: a 400 that says which id to give and names no request
+    field (the operation that read it names the field, `ValidationError.at`)."""
+
+
+def parse_external_id(value: object) -> str:
+    """A bank account's uuid as transfers name it, else `ExternalIdRefused`."""
     try:
         return str(uuid.UUID(str(value)))
     except ValueError:
-        raise ValidationError.field("body", field, EXTERNAL_ID_HINT) from None
+        raise ExternalIdRefused(EXTERNAL_ID_HINT) from None

@@ -24,7 +24,7 @@ from .._infra.models import ListOf
 from .._infra.runtime import Runtime
 from .._infra.sql import take_expired_leases
 from .._infra.validation import parse_input, parse_value
-from .._records.bank_accounts import parse_external_id
+from .._records.bank_accounts import ExternalIdRefused, parse_external_id
 from .._records.customers import provider_customer
 from ..backends.fiat.base import ExternalAccount
 from ..backends.storage.base import Row, Transaction
@@ -177,7 +177,10 @@ class BankAccounts(Group):
 
     def get(self, external_id: str) -> BankAccountRow:
         """One bank account by the uuid transfers use as `external_account_id`."""
-        external_id = parse_external_id(external_id, "external_account_id")
+        try:
+            external_id = parse_external_id(external_id)
+        except ExternalIdRefused as refused:
+            raise refused.at("body", "external_account_id") from None
         with self._scope.runtime.storage.read() as tx:
             row = store.by_external_id(tx, self._scope.org_id, external_id)
         if row is None:

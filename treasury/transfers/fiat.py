@@ -25,6 +25,7 @@ from ..backends.storage.base import Row, Transaction
 from ..errors import UpstreamError
 from ..evm.abi import TRANSFER
 from ..evm.signing import broadcast
+from ..money import Amount
 from . import store
 from .executor import executor
 from .models import DepositInstructions, Transfer
@@ -166,7 +167,7 @@ def _send_usdc(runtime: Runtime, row: Row) -> Replaced | None:
                 with runtime.storage.read() as tx:
                     floor = nonces.next_free_nonce(tx, chain_id, wallet)
                 usdc = chain.addresses["USDC"]
-                raw = raw_amount(runtime, chain_id, row["amount"], "USDC")
+                raw = raw_amount(runtime, chain_id, Amount.of(row["amount"], "USDC"))
                 signed = runtime.signer.sign(
                     chain,
                     custody_ref=custody_ref,
@@ -249,7 +250,7 @@ def _track_payout(
             "contract": usdc,
             "token": usdc,
             "amount": str(
-                raw_amount(runtime, chain_id, final_amount or destination.amount, "USDC")
+                raw_amount(runtime, chain_id, Amount.of(final_amount or destination.amount, "USDC"))
             ),
             "walletId": wallet["id"],
         }
