@@ -15,13 +15,8 @@ _CURRENT = "org_id = ? AND deleted_at IS NULL"
 
 def insert(tx: Transaction, org_id: str, address: str, label: str, now: str) -> Row:
     """A new recipient; 409 if the organization already saved that address."""
-    values = {
-        "address": address,
-        "label": label,
-        "created_at": now,
-        "updated_at": now,
-        "pointed_at": now,
-    }
+    times = dict.fromkeys(("created_at", "updated_at", "pointed_at"), now)
+    values = {"address": address, "label": label, **times}
     conflict = "A recipient with this address already exists"
     return insert_new(tx, "recipients", org_id, values, COLUMNS, conflict)
 
