@@ -48,8 +48,8 @@ class Webhook(Resource):
 
 
 class CreatedWebhook(Webhook):
-    """A new webhook: its secret is shown once (the stored outcome of its Idempotency-Key
-    is sealed at rest: the table's `sealed`)."""
+    # its secret is shown once: the stored outcome of its key is sealed at rest (the
+    # table's `Operation.sealed`)
 
     secret: str
 
