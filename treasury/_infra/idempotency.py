@@ -80,12 +80,15 @@ def fingerprint(operation: str, request: BaseModel, path: tuple[object, ...] = (
 
 
 def key_problem(key: object) -> str | None:
-    """What is wrong with an Idempotency-Key (its length; no NUL character, which a
-    PostgreSQL text column cannot hold), or None."""
+    """What is wrong with an Idempotency-Key (its length; text a database stores: no NUL
+    character, which a PostgreSQL text column cannot hold, no lone surrogate, which is
+    no UTF-8), or None."""
     if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_LENGTH:
         return f"must be a string of 1 to {MAX_KEY_LENGTH} characters"
     if "\x00" in key:
         return "must not contain a NUL character"
+    if not key.isascii() and any("\ud800" <= c <= "\udfff" for c in key):
+        return "must be Unicode text (no lone surrogate)"
     return None
 
 
