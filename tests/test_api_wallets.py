@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from treasury import Conflict, NotFound, ValidationError
-from treasury._records.wallets import next_default_label
+from treasury.wallets.store import next_default_label
 
 from .helpers import ADDRESS, address, idem, is_timestamp
 

@@ -64,7 +64,7 @@ TABLES = {
 }
 _SQL_TABLE = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE)\s+(\w+)")
 _HELPER_TABLE = re.compile(
-    r"\b(?:insert_numbered|lease_rows|take_expired_leases)\(\s*tx,\s*\"(\w+)\""
+    r"\b(?:insert_numbered|insert_new|lease_rows|take_expired_leases)\(\s*tx,\s*\"(\w+)\""
 )
 
 

@@ -13,7 +13,7 @@ import pytest
 from flask import Flask
 
 from treasury import Treasury
-from treasury._infra.models import Deleted, Replayable
+from treasury._infra.models import Deleted, Resource
 from treasury._records import breaks
 from treasury._records.events import emit
 from treasury.http import create_app, create_blueprint
@@ -259,7 +259,7 @@ def test_each_runs_a_python_method_answering_its_response(treasury, tenant):
         takes_key = "idempotency_key" in inspect.signature(method).parameters
         assert takes_key == (op.idempotency is not None), op.name
         if op.idempotency is not None:  # its answer says whether the key replayed it
-            assert issubclass(op.response, Replayable), op.name
+            assert issubclass(op.response, Resource), op.name
         if op.chunks is not None:
             assert callable(op.chunks(tenant.org)), op.name
     assert len({op.name for op in OPERATIONS}) == len(OPERATIONS)

@@ -379,6 +379,7 @@ class Treasury:
             ),
             signer=Signer(custodian),
             operation_names=_idempotent_operations(),
+            sealed_outcomes=_sealed_outcomes(),
             allow_private_webhook_urls=settings.allow_private_webhook_urls,
             sweep_minimum=settings.sweep_minimum,
             snapshot_interval=settings.snapshot_interval,
@@ -553,3 +554,16 @@ def _idempotent_operations() -> dict[tuple[str, ...], str]:
     from .operations import OPERATIONS
 
     return {op.method_path: op.name for op in OPERATIONS if op.idempotency is not None}
+
+
+def _sealed_outcomes() -> dict[type, Callable[[Any], bool]]:
+    """The table's sealing rule of each answer an idempotent operation may store with a
+    secret (a created webhook, a bank account, a transfer with deposit instructions)."""
+    from .operations import OPERATIONS
+
+    rules: dict[type, Callable[[Any], bool]] = {}
+    for op in OPERATIONS:
+        if op.sealed is not None:
+            assert rules.get(op.response, op.sealed) is op.sealed, op.name  # one rule a class
+            rules[op.response] = op.sealed
+    return rules

@@ -119,6 +119,12 @@ class ValidationError(TreasuryError):
         """A 400 listing every failing field (``location``, ``field``, ``message``)."""
         return cls(message, {"fields": fields})
 
+    def at(self, location: str, field: str) -> ValidationError:
+        """This refusal, raised below the request (an amount a wallet cannot cover, an
+        address value must not reach), as the 400 naming the request's field it is about:
+        the operation that read the field from its request says which."""
+        return ValidationError.field(location, field, self.message)
+
 
 class AuthenticationError(TreasuryError):
     status = 401

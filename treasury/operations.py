@@ -232,6 +232,9 @@ class Operation(Generic[R]):
     #: The scope an API key needs for it; None in a row: DESIGN's rule (`scope_by_rule`).
     #: A public operation needs none.
     scope: ApiScope | None = None
+    #: An idempotent operation whose answer may hold a secret shown once: whether this
+    #: answer does, so the idempotency store keeps its outcome sealed (encrypted) at rest.
+    sealed: Callable[[R], bool] | None = None
 
     def __post_init__(self) -> None:
         named = tuple(PATH_PARAM.findall(self.path))
@@ -241,6 +244,8 @@ class Operation(Generic[R]):
             raise ValueError(f"{self.name}: give exactly one of runs and runs_public")
         if self.csv is not None and self.chunks is None:
             raise ValueError(f"{self.name}: a CSV answer is written from chunks")
+        if self.sealed is not None and self.idempotency is None:
+            raise ValueError(f"{self.name}: only an outcome stored under a key is sealed")
         if self.scope is None and not self.public:
             object.__setattr__(self, "scope", scope_by_rule(self.method, self.path))
 
@@ -443,16 +448,30 @@ ADDRESS = PathParam("address", Address)
 ROW_ID = PathParam("id", RowId)
 TRANSFER_ID = PathParam("id", uuid.UUID)
 
+
+def _always(answer: object) -> bool:
+    return True
+
+
+def _deposit_instructions(transfer: Transfer) -> bool:
+    """An on-ramp's deposit instructions hold the provider's account number."""
+    return transfer.deposit_instructions is not None
+
+
+def _any_deposit_instructions(batch: TransferBatch) -> bool:
+    return any(item.transfer is not None and _deposit_instructions(item.transfer) for item in batch)
+
+
 OPERATIONS: tuple[Operation[Any], ...] = (
     Operation(
         "transfers.create", "POST", "/transfers", Transfer, lambda org: org.transfers.create,
-        status=201, body=CreateTransfer, idempotency="required",
+        status=201, body=CreateTransfer, idempotency="required", sealed=_deposit_instructions,
         summary="Move value between a bank, wallets and c0",
     ),
     Operation(
         "transfers.create_batch", "POST", "/transfers/batch", TransferBatch,
         lambda org: org.transfers.create_batch, body=CreateTransferBatch,
-        idempotency="required",
+        idempotency="required", sealed=_any_deposit_instructions,
         summary="A payout run: up to 1,000 transfers, each judged as POST /transfers (200, per item)",
     ),
     Operation(
@@ -548,7 +567,8 @@ OPERATIONS: tuple[Operation[Any], ...] = (
     Operation(
         "bank_accounts.create", "POST", "/bank-accounts", BankAccount,
         lambda org: org.bank_accounts.create, status=201, body=CreateBankAccount,
-        idempotency="optional", summary="Register a bank account with the fiat provider",
+        idempotency="optional", sealed=_always,
+        summary="Register a bank account with the fiat provider",
     ),
     Operation(
         "bank_accounts.list", "GET", "/bank-accounts", ListOf[BankAccountRow],
@@ -557,13 +577,13 @@ OPERATIONS: tuple[Operation[Any], ...] = (
     Operation(
         "bank_accounts.update", "PUT", "/bank-accounts/{id}", BankAccount,
         lambda org: org.bank_accounts.update, body=UpdateBankAccount,
-        path_params=(PathParam("id", BankAccountRef),), idempotency="optional",
+        path_params=(PathParam("id", BankAccountRef),), idempotency="optional", sealed=_always,
         summary="Replace a bank account's details (a new account at the provider, the old"
         " one deactivated there)",
     ),
     Operation(
         "webhooks.create", "POST", "/webhooks", CreatedWebhook, lambda org: org.webhooks.create,
-        status=201, body=CreateWebhook, idempotency="optional",
+        status=201, body=CreateWebhook, idempotency="optional", sealed=_always,
         summary="Register a webhook (its secret is shown once)",
     ),
     Operation(

@@ -20,6 +20,11 @@ from .models import ZERO_ADDRESS
 ChainSpec = str | Mapping[str, Any] | ChainConfig | Chain
 
 
+class DestinationRefused(ValidationError):
+    """An address value must not be sent to (the zero address, a contract of a chain):
+    a 400 that names no request field; the operation that read the address names it."""
+
+
 @dataclass(frozen=True)
 class TokenMetadata:
     name: str
@@ -92,20 +97,16 @@ class ChainRegistry:
                 chain = self._open[chain_id] = cls.from_config(config)
             return chain
 
-    def check_destination(
-        self, address: str, field: str, chain_ids: list[int] | None = None
-    ) -> None:
-        """400 (at body `field`) when `address` is the zero address or one of the
+    def check_destination(self, address: str, chain_ids: list[int] | None = None) -> None:
+        """`DestinationRefused` when `address` is the zero address or one of the
         contracts of the chains (`chain_ids`, default every configured one): value sent
         there is lost."""
         if address == ZERO_ADDRESS:
-            raise ValidationError.field("body", field, "must not be the zero address")
+            raise DestinationRefused("must not be the zero address")
         for chain_id in self.ids() if chain_ids is None else chain_ids:
             for name, contract in self.get(chain_id).addresses.items():
                 if contract == address:
-                    raise ValidationError.field(
-                        "body", field, f"must not be a contract of chain {chain_id} ({name})"
-                    )
+                    raise DestinationRefused(f"must not be a contract of chain {chain_id} ({name})")
 
     def known(self, chain_id: int) -> dict[str, TokenMetadata]:
         """The metadata read so far of a chain's tokens, by lowercase address (an

@@ -16,10 +16,10 @@ from pydantic import BaseModel
 
 from ..backends.storage.base import Transaction
 from . import idempotency
-from .models import Replayable
+from .models import Resource
 from .runtime import Scope
 
-R = TypeVar("R", bound=Replayable)
+R = TypeVar("R", bound=Resource)
 S = TypeVar("S")
 
 

@@ -51,10 +51,10 @@ from ..errors import (
     UpstreamError,
     ValidationError,
 )
-from . import audit
+from . import audit, replays
 from .clock import to_text
 from .jobs import Report
-from .models import Replayable, SealedAtRest
+from .models import Resource
 from .runtime import Runtime, Scope
 
 KEY_TTL = timedelta(hours=24)
@@ -64,7 +64,7 @@ LEASE = timedelta(seconds=90)
 NOT_STORED = frozenset({400, 401, 429})  # and every status >= 500
 MAX_KEY_LENGTH = 256
 
-R = TypeVar("R", bound=Replayable)
+R = TypeVar("R", bound=Resource)
 S = TypeVar("S")
 #: The claim of a two-phase operation: writes its write-ahead rows, in the transaction
 #: that holds the key, and returns their reference.
@@ -80,9 +80,15 @@ def fingerprint(operation: str, request: BaseModel, path: tuple[object, ...] = (
 
 
 def key_problem(key: object) -> str | None:
-    """What is wrong with an Idempotency-Key (the one rule of its length), or None."""
+    """What is wrong with an Idempotency-Key (its length; text a database stores: no NUL
+    character, which a PostgreSQL text column cannot hold, no lone surrogate, which is
+    no UTF-8), or None."""
     if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_LENGTH:
         return f"must be a string of 1 to {MAX_KEY_LENGTH} characters"
+    if "\x00" in key:
+        return "must not contain a NUL character"
+    if not key.isascii() and any("\ud800" <= c <= "\udfff" for c in key):
+        return "must be Unicode text (no lone surrogate)"
     return None
 
 
@@ -128,7 +134,7 @@ def run(
     try:
         with storage.transaction() as tx:
             result = write(tx)
-            hold.send_done(tx, result.model_dump_json(), _secret(result))
+            hold.send_done(tx, result.model_dump_json(), _secret(scope.runtime, result))
             audit.record(tx, result)
         return result
     except DuplicateKey as error:  # the key's, or the operation's own (not stored)
@@ -216,7 +222,7 @@ def finish(runtime: Runtime, org_id: str, ref: str, steps: Upstream[S, R]) -> R:
         raise
     with storage.transaction() as tx:
         result = steps.record(tx, ref, performed)
-        body, outcome = _kept(runtime, result.model_dump_json(), _secret(result))
+        body, outcome = _kept(runtime, result.model_dump_json(), _secret(runtime, result))
         tx.execute(
             "UPDATE idempotency_keys SET state = 'done', body = ?, outcome = ?"
             " WHERE org_id = ? AND resource = ? AND state = 'in_flight'",
@@ -252,7 +258,9 @@ def finish_many(
                 with storage.transaction() as part:  # a savepoint
                     if ok:
                         result = steps.record(part, ref, value)
-                        body, outcome = _kept(runtime, result.model_dump_json(), _secret(result))
+                        body, outcome = _kept(
+                            runtime, result.model_dump_json(), _secret(runtime, result)
+                        )
                         part.execute(
                             "UPDATE idempotency_keys SET state = 'done', body = ?, outcome = ?"
                             " WHERE org_id = ? AND resource = ? AND state = 'in_flight'",
@@ -365,9 +373,11 @@ def run_composite(
 _PURPOSE = "idempotency-outcome"
 
 
-def _secret(result: Replayable) -> bool:
-    """Whether a result's stored outcome is sealed (`SealedAtRest`)."""
-    return isinstance(result, SealedAtRest) and result.holds_secret()
+def _secret(runtime: Runtime, result: Resource) -> bool:
+    """Whether a result's stored outcome is sealed: its operation's rule says it holds a
+    secret (`Runtime.sealed_outcomes`, from the table's `sealed`)."""
+    holds_secret = runtime.sealed_outcomes.get(type(result))
+    return holds_secret is not None and holds_secret(result)
 
 
 def _kept(runtime: Runtime, body: str, sealed: bool) -> tuple[str | None, bytes | None]:
@@ -430,12 +440,14 @@ class KeyHold:
             )
         )
 
-    def accept(self, tx: Transaction, result: Replayable) -> bool:
+    def accept(self, tx: Transaction, result: Resource) -> bool:
         """Hold the key with `result` as its outcome, in the transaction that wrote it
         (a part of a composite, accepted at once); False if the key is taken."""
-        return self.insert(tx, "done", body=result.model_dump_json(), sealed=_secret(result))
+        return self.insert(
+            tx, "done", body=result.model_dump_json(), sealed=_secret(self.runtime, result)
+        )
 
-    def release(self, tx: Transaction, outcome: Replayable | TreasuryError | None) -> None:
+    def release(self, tx: Transaction, outcome: Resource | TreasuryError | None) -> None:
         """End a composite's hold: with its `outcome` stored (replayed for 24 hours from
         now), or freed (None). Nothing when the hold was taken over meanwhile."""
         where = " WHERE org_id = ? AND key = ? AND state = ? AND fingerprint = ?"
@@ -449,7 +461,9 @@ class KeyHold:
         if isinstance(outcome, TreasuryError):
             status, body = outcome.status, json.dumps(outcome.to_body())
         else:
-            body, sealed = _kept(self.runtime, outcome.model_dump_json(), _secret(outcome))
+            body, sealed = _kept(
+                self.runtime, outcome.model_dump_json(), _secret(self.runtime, outcome)
+            )
         now = self.runtime.now()
         tx.execute(
             "UPDATE idempotency_keys SET state = 'done', status = ?, body = ?, outcome = ?,"
@@ -522,7 +536,7 @@ def _replay(runtime: Runtime, row: Row, print_: str, result_type: type[R]) -> R:
         error.replayed = True
         raise error
     result = result_type.model_validate(body)
-    result.mark_replayed()
+    replays.mark(result)
     return result
 
 

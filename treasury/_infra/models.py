@@ -15,11 +15,12 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    PrivateAttr,
     StringConstraints,
     computed_field,
 )
 from pydantic.alias_generators import to_camel
+
+from . import replays
 
 ADDRESS_PATTERN = r"^0x[a-fA-F0-9]{40}$"
 HASH_PATTERN = r"^0x[a-fA-F0-9]{64}$"
@@ -144,32 +145,12 @@ class Resource(BaseModel):
 
     __hash__ = None  # type: ignore[assignment]
 
-
-class Replayable(Resource):
-    """The answer of an operation that takes an Idempotency-Key: `replayed` says whether
-    the key replayed a stored outcome instead of running again (over HTTP, the
-    ``Idempotent-Replayed`` header). Only these answers can be replays."""
-
-    _replayed: bool = PrivateAttr(default=False)
-
     @property
     def replayed(self) -> bool:
-        """True when an Idempotency-Key replayed this result instead of running again."""
-        private = self.__pydantic_private__  # `self._replayed` takes pydantic's slow path
-        return bool(private is not None and private.get("_replayed", False))
-
-    def mark_replayed(self) -> None:
-        self._replayed = True
-
-
-class SealedAtRest:
-    """A result whose stored outcome is kept encrypted (a webhook's secret shown once, a
-    routing number, deposit instructions): a storage rule of the idempotency store
-    (`treasury._infra.idempotency`), declared by the answer's class (`holds_secret` may
-    look at the instance)."""
-
-    def holds_secret(self) -> bool:
-        return True
+        """True when an Idempotency-Key replayed this answer instead of running again
+        (over HTTP, the ``Idempotent-Replayed`` header). Not a field: the idempotency
+        store, or the typed client, marks the answer (`treasury._infra.replays`)."""
+        return replays.replayed(self)
 
 
 class Timestamped(Resource):

@@ -4,9 +4,10 @@ and `Scope`, one organization's view of them."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from ..backends.custody.base import Custody
 from ..backends.fiat.base import FiatProvider
@@ -31,6 +32,10 @@ class Runtime:
     #: (``("transfers", "create")``), as the table of operations gives it: the first part
     #: of the idempotency fingerprint.
     operation_names: Mapping[tuple[str, ...], str]
+    #: How the idempotency store keeps an answer's stored outcome, by the answer's class:
+    #: sealed (encrypted) when the rule says the answer holds a secret, as the table of
+    #: operations declares it (`Operation.sealed`); a class not named: in the clear.
+    sealed_outcomes: Mapping[type, Callable[[Any], bool]] = field(default_factory=dict)
     deposit_confirmations: int | None = None  # None: each chain's (`Chain.confirmations`)
     allow_private_webhook_urls: bool = False
     sweep_minimum: str = "1.00"

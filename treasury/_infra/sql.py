@@ -1,11 +1,13 @@
-"""SQL the domains share: list ordering, per-organization numbers, keyset pages, leases."""
+"""SQL the domains share: list ordering, per-organization numbers, keyset pages, leases,
+`IN (…)` lists in chunks."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import Conflict
 from .models import ListQuery
 
 if TYPE_CHECKING:
@@ -88,6 +90,39 @@ def _numbered_insert(
         f"INSERT INTO {table} (org_id, number, {', '.join(columns)}) VALUES (?, {number}, {marks})"
     )
     return sql if returning is None else f"{sql} RETURNING {returning}"
+
+
+def insert_new(
+    tx: Transaction,
+    table: str,
+    org_id: str,
+    values: dict[str, Any],
+    returning: str,
+    conflict: str,
+) -> Row:
+    """`insert_numbered` of a row the organization may hold once (an address saved
+    twice): the row `returning` names, or a 409 saying `conflict`."""
+    from ..backends.storage.base import DuplicateKey
+
+    try:
+        row = insert_numbered(tx, table, org_id, values, returning)
+    except DuplicateKey:
+        raise Conflict(conflict) from None
+    assert row is not None
+    return row
+
+
+#: The most values one statement's ``IN (…)`` list holds (`in_chunks`).
+CHUNK = 500
+
+
+def in_chunks(values: Iterable[str], size: int = CHUNK) -> Iterator[tuple[list[str], str]]:
+    """The distinct `values` in ascending order, `size` at a time, each chunk with its
+    placeholders (``"?, ?, ?"``) for an ``IN (…)`` list."""
+    unique = sorted(set(values))
+    for begin in range(0, len(unique), size):
+        chunk = unique[begin : begin + size]
+        yield chunk, ", ".join("?" * len(chunk))
 
 
 def keyset_page(

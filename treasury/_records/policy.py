@@ -1,5 +1,5 @@
-"""Each organization's policy (DESIGN §3 Controls), which the policy domain sets and the
-transfers read at their claim: the approval threshold, the daily limit (in dollars: usd,
+"""Each organization's policy (DESIGN §3 Controls), which the policy domain sets
+(`treasury.policy.store`) and the transfers read at their claim: the approval threshold, the daily limit (in dollars: usd,
 usdc, usdt and c0 count 1:1), which destinations are taken and how long a new one waits,
 and the gas station (a managed wallet's id, stored for the transfers' gas rules). No row:
 every control off. Also what "known" destinations are: the organization's managed and
@@ -70,27 +70,6 @@ def gas_station(source: Transaction | Storage, org_id: str) -> int | None:
     return read(source, org_id).gas_station
 
 
-def write(tx: Transaction, org_id: str, rules: Rules, now: str) -> None:
-    tx.execute(
-        "INSERT INTO policies (org_id, approval_threshold, daily_limit, destinations,"
-        " destination_cooldown_hours, gas_station, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT (org_id) DO UPDATE SET"
-        " approval_threshold = excluded.approval_threshold,"
-        " daily_limit = excluded.daily_limit, destinations = excluded.destinations,"
-        " destination_cooldown_hours = excluded.destination_cooldown_hours,"
-        " gas_station = excluded.gas_station, updated_at = excluded.updated_at",
-        (
-            org_id,
-            _text(rules.approval_threshold),
-            _text(rules.daily_limit),
-            rules.destinations,
-            rules.destination_cooldown_hours,
-            rules.gas_station,
-            now,
-        ),
-    )
-
-
 def known_destination(
     tx: Transaction, org_id: str, address: str, now: datetime, cooldown_hours: int
 ) -> bool:
@@ -128,7 +107,3 @@ def guard_address_book(source: Transaction | Storage, org_id: str, admin: bool) 
 
 def _decimal(text: str | None) -> Decimal | None:
     return None if text is None else Decimal(text)
-
-
-def _text(value: Decimal | None) -> str | None:
-    return None if value is None else format(value.normalize(), "f")

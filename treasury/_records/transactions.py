@@ -1,18 +1,19 @@
-"""The transactions table: tracked transactions, pending until the indexer resolves them.
+"""What several domains write and read of the transactions table: tracked transactions,
+pending until the indexer resolves them.
 
-The transactions domain records and lists them; a transfer records its own legs and an
-on-ramp's payout into a wallet of the organization (`RecordTransaction`, the request both
-write).
+The transactions domain records them, lists them and resolves them
+(`treasury.transactions.store`); a transfer records its own legs, a gas top-up and an
+on-ramp's payout into a wallet of the organization (`RecordTransaction`, the request
+both write), and follows a leg's signed versions (`rehash`, `forget_pending`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, field_validator
 
 from .._infra.models import HASH_PATTERN, Address, Body, RowId
-from .._infra.sql import keyset_page
 from ..errors import Conflict
 
 if TYPE_CHECKING:
@@ -104,46 +105,6 @@ def by_hash(tx: Transaction, org_id: str, chain_id: int, tx_hash: str) -> Row | 
     return tx.one(
         f"SELECT {COLUMNS} FROM transactions WHERE org_id = ? AND chain_id = ? AND hash = ?",
         (org_id, chain_id, tx_hash),
-    )
-
-
-def page(
-    tx: Transaction,
-    org_id: str,
-    chain_id: int,
-    wallet: str | None,
-    after: tuple[Any, Any] | None,
-    limit: int,
-) -> tuple[list[Row], tuple[Any, Any] | None]:
-    """An organization's tracked transactions on a chain, newest first by (created_at,
-    id), one wallet's when `wallet` is given: a seek on a feed index at any depth."""
-    select = f"SELECT id, {COLUMNS} FROM transactions WHERE org_id = ? AND chain_id = ?"
-    params: list[Any] = [org_id, chain_id]
-    if wallet is not None:
-        select += " AND wallet_address = ?"
-        params.append(wallet.lower())
-    return keyset_page(tx, select, params, after, limit)
-
-
-def pending(tx: Transaction, chain_id: int, after_id: int, limit: int) -> list[Row]:
-    """A page of pending transactions (`id`, `hash`) of one chain, in id order."""
-    return tx.query(
-        "SELECT id, hash FROM transactions"
-        " WHERE chain_id = ? AND status = 'pending' AND id > ? ORDER BY id LIMIT ?",
-        (chain_id, after_id, limit),
-    )
-
-
-def resolve(
-    tx: Transaction, chain_id: int, tx_hash: str, status: str, receipt: str, now: str
-) -> list[Row]:
-    """Move the pending rows of a mined hash (one per organization that tracks it) to
-    `status`; the rows moved, with `wallet_address`. Guarded: a row moves once."""
-    return tx.query(
-        "UPDATE transactions SET status = ?, receipt = ?, updated_at = ?"
-        " WHERE chain_id = ? AND hash = ? AND status = 'pending'"
-        f" RETURNING {COLUMNS}, wallet_address",
-        (status, receipt, now, chain_id, tx_hash),
     )
 
 

@@ -57,11 +57,11 @@ def caused(tx: Transaction, chain_id: int, hashes: Sequence[str]) -> dict[str, s
     one) or were paid by (an on-ramp's payout): each with the organizations whose
     transfers they are. "Its own transfers" is per organization: a log another
     organization's transfer caused is still a deposit of the organization it paid."""
+    # imported here: this module's types (read by the typed client) need no SQL helper
+    from .._infra.sql import in_chunks
+
     found: dict[str, set[str]] = {}
-    unique = sorted(set(hashes))
-    for begin in range(0, len(unique), 500):
-        chunk = unique[begin : begin + 500]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in in_chunks(hashes):
         rows = tx.query(
             f"SELECT l.hash AS hash, t.org_id AS org_id FROM transfer_legs l"
             f" JOIN transfers t ON t.id = l.transfer_id WHERE l.chain_id = ? AND l.hash IN ({marks})"

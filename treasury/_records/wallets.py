@@ -1,78 +1,25 @@
-"""The wallets table (one row per wallet, managed or tracked, numbered per organization),
-and the look-ups over every wallet the service knows, virtual ones included.
+"""The look-ups other domains make on the wallets table (one row per wallet, managed or
+tracked, numbered per organization) and over every wallet the service knows, virtual
+ones included.
 
-The wallets domain writes and lists them; transfers sign from and track into them, the
-deposit detector watches their addresses, and the yields snapshot reads their balances.
+The wallets domain writes and lists them (`treasury.wallets.store`); transfers sign
+from and track into them, the deposit detector watches their addresses, the yields
+snapshot reads their balances and the books hold an account for those whose keys an
+organization holds.
 The virtual wallets table belongs to the virtual domain, which provisions one per
 organization; it is read here (`watched`, `every_address`, `custody_ref`, `virtual`).
 """
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
-from .._infra.models import ListQuery
-from .._infra.sql import insert_numbered, order_by
-from ..backends.storage.base import DuplicateKey, Row, Transaction
-from ..errors import Conflict
+from .._infra.sql import in_chunks
+from ..backends.storage.base import Row, Transaction
 
 COLUMNS = "number AS id, address, label, type, created_at, updated_at"
 _CURRENT = "org_id = ? AND deleted_at IS NULL"
-_DEFAULT_LABEL = re.compile(r"Wallet ([1-9][0-9]*)")
-
-
-def next_default_label(labels: list[str]) -> str:
-    """`Wallet N` with N the smallest positive integer no current label uses."""
-    taken = {int(m.group(1)) for label in labels if (m := _DEFAULT_LABEL.fullmatch(label))}
-    n = 1
-    while n in taken:
-        n += 1
-    return f"Wallet {n}"
-
-
-def default_label(tx: Transaction, org_id: str) -> str:
-    """The label a new wallet gets when none is given (call under the wallets lock)."""
-    rows = tx.query(
-        f"SELECT label FROM wallets WHERE {_CURRENT} AND label LIKE 'Wallet %'", (org_id,)
-    )
-    return next_default_label([row["label"] for row in rows])
-
-
-def insert(
-    tx: Transaction,
-    org_id: str,
-    *,
-    address: str,
-    label: str | None,
-    kind: str,
-    custody_ref: str | None,
-    now: str,
-) -> Row:
-    """A new current wallet; 409 if the organization already has that address."""
-    values = {
-        "address": address,
-        "label": label,
-        "type": kind,
-        "custody_ref": custody_ref,
-        "created_at": now,
-        "updated_at": now,
-    }
-    try:
-        row = insert_numbered(tx, "wallets", org_id, values, COLUMNS)
-    except DuplicateKey:
-        raise Conflict("This organization already has a wallet with that address") from None
-    assert row is not None
-    return row
-
-
-def current(tx: Transaction, org_id: str, query: ListQuery) -> Iterator[list[Row]]:
-    """The organization's current wallets in `query`'s order, in chunks."""
-    return tx.stream(
-        f"SELECT {COLUMNS} FROM wallets WHERE {_CURRENT} " + order_by(query, "number"),
-        (org_id,),
-    )
 
 
 def by_address(tx: Transaction, org_id: str, address: str) -> Row | None:
@@ -88,25 +35,6 @@ def by_number(tx: Transaction, org_id: str, number: int) -> Row | None:
     return tx.one(
         f"SELECT {COLUMNS}, id AS row_id FROM wallets WHERE {_CURRENT} AND number = ?",
         (org_id, number),
-    )
-
-
-def relabel(tx: Transaction, org_id: str, address: str, label: str, now: str) -> Row | None:
-    """Rename a current wallet; the row as shown, or None if there is none."""
-    return tx.one(
-        f"UPDATE wallets SET label = ?, updated_at = ? WHERE {_CURRENT} AND address = ?"
-        f" RETURNING {COLUMNS}",
-        (label, now, org_id, address),
-    )
-
-
-def remove(tx: Transaction, org_id: str, address: str, now: str) -> bool:
-    """Take a wallet out of the organization (its row and custody key stay)."""
-    return bool(
-        tx.execute(
-            f"UPDATE wallets SET deleted_at = ?, updated_at = ? WHERE {_CURRENT} AND address = ?",
-            (now, now, org_id, address),
-        )
     )
 
 
@@ -129,24 +57,21 @@ def watched_count(tx: Transaction) -> int:
 def watched(tx: Transaction, addresses: Sequence[str] | None = None) -> dict[str, list[str]]:
     """The organizations watching each address: of every managed, tracked and virtual
     wallet, or of those among `addresses` (looked up by address, 500 at a time)."""
-    if addresses is None:
-        batches: list[Sequence[str] | None] = [None]
-    else:
-        unique = sorted(set(addresses))
-        batches = [unique[i : i + 500] for i in range(0, len(unique), 500)]
     found: dict[str, list[str]] = defaultdict(list)
-    for batch in batches:
-        params: tuple[str, ...] = ()
-        if batch is None:
-            sql = _WATCHED.format(where="", also="")
-        elif not batch:
-            continue
-        else:
-            marks = ", ".join("?" * len(batch))
-            sql = _WATCHED.format(
-                where=f" AND address IN ({marks})", also=f" WHERE address IN ({marks})"
+    statements: list[tuple[str, tuple[str, ...]]]
+    if addresses is None:
+        statements = [(_WATCHED.format(where="", also=""), ())]
+    else:
+        statements = [
+            (
+                _WATCHED.format(
+                    where=f" AND address IN ({marks})", also=f" WHERE address IN ({marks})"
+                ),
+                (*batch, *batch),
             )
-            params = (*batch, *batch)
+            for batch, marks in in_chunks(addresses)
+        ]
+    for sql, params in statements:
         for row in tx.query(sql, params):
             found[row["address"]].append(row["org_id"])
     return dict(found)
@@ -194,10 +119,7 @@ def held(tx: Transaction, org_id: str, addresses: Sequence[str]) -> set[str]:
     """Of `addresses` (lowercase), those of a current managed wallet or the virtual wallet
     of `org_id`: the wallets its books hold an account for."""
     found: set[str] = set()
-    unique = sorted(set(addresses))
-    for begin in range(0, len(unique), 500):
-        batch = unique[begin : begin + 500]
-        marks = ", ".join("?" * len(batch))
+    for batch, marks in in_chunks(addresses):
         rows = tx.query(
             f"SELECT address FROM wallets WHERE {_CURRENT} AND custody_ref IS NOT NULL"
             f" AND address IN ({marks}) UNION SELECT address FROM virtual_wallets"

@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from .._infra.models import Body, PlainText, Replayable, SealedAtRest, Timestamped
+from .._infra.models import Body, PlainText, Timestamped
 
 _US_ZIP = re.compile(r"^[0-9]{5}(-[0-9]{4})?$")  # ASCII digits: \d takes any Unicode digit
 Text = Annotated[
@@ -90,10 +90,8 @@ BankAccountRef = Annotated[
 ]
 
 
-class BankAccount(Timestamped, Replayable, SealedAtRest):
+class BankAccount(Timestamped):
     """The creation response; `provider_external_account_id` is the list row's `id`."""
-
-    # sealed at rest (`SealedAtRest`): the routing number is only ever stored encrypted
 
     id: int
     organization_id: str

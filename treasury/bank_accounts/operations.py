@@ -24,12 +24,12 @@ from .._infra.models import ListOf
 from .._infra.runtime import Runtime
 from .._infra.sql import take_expired_leases
 from .._infra.validation import parse_input, parse_value
-from .._records import bank_accounts
-from .._records.bank_accounts import parse_external_id
+from .._records.bank_accounts import ExternalIdRefused, parse_external_id
 from .._records.customers import provider_customer
 from ..backends.fiat.base import ExternalAccount
 from ..backends.storage.base import Row, Transaction
 from ..errors import NotFound
+from . import store
 from .models import (
     BankAccount,
     BankAccountRef,
@@ -62,7 +62,7 @@ class BankAccounts(Group):
         def claim(tx: Transaction) -> str:
             external_id = str(uuid.uuid4())
             box, now = scope.runtime.secrets, scope.runtime.now()
-            bank_accounts.insert_registering(
+            store.insert_registering(
                 tx,
                 scope.org_id,
                 external_id,
@@ -119,7 +119,7 @@ class BankAccounts(Group):
 
         def prepare() -> Callable[[Transaction], str]:
             with runtime.storage.read() as tx:
-                row = bank_accounts.by_reference(tx, scope.org_id, reference)
+                row = store.by_reference(tx, scope.org_id, reference)
             if row is None:
                 raise NotFound("Bank account not found")
             customer = provider_customer(runtime, scope.org_id)  # 409 until onboarded
@@ -137,7 +137,7 @@ class BankAccounts(Group):
             box = runtime.secrets
 
             def write(tx: Transaction) -> str:
-                bank_accounts.replace_details(
+                store.replace_details(
                     tx,
                     external_id,
                     new,
@@ -154,7 +154,7 @@ class BankAccounts(Group):
             return write
 
         def record(tx: Transaction, external_id: str, _: None) -> BankAccount:
-            row = bank_accounts.by_reference(tx, scope.org_id, external_id)
+            row = store.by_reference(tx, scope.org_id, external_id)
             if row is None:
                 raise NotFound("Bank account not found")
             return _created(row, runtime.secrets, provider_id=row["provider_account_id"])
@@ -171,15 +171,18 @@ class BankAccounts(Group):
     def list(self) -> ListOf[BankAccountRow]:
         """Every bank account of the organization, oldest first; `id` is the uuid."""
         with self._scope.runtime.storage.read() as tx:
-            rows = bank_accounts.registered(tx, self._scope.org_id)
+            rows = store.registered(tx, self._scope.org_id)
         box = self._scope.runtime.secrets
         return ListOf[BankAccountRow](data=[_listed(row, box) for row in rows])
 
     def get(self, external_id: str) -> BankAccountRow:
         """One bank account by the uuid transfers use as `external_account_id`."""
-        external_id = parse_external_id(external_id, "external_account_id")
+        try:
+            external_id = parse_external_id(external_id)
+        except ExternalIdRefused as refused:
+            raise refused.at("body", "external_account_id") from None
         with self._scope.runtime.storage.read() as tx:
-            row = bank_accounts.by_external_id(tx, self._scope.org_id, external_id)
+            row = store.by_external_id(tx, self._scope.org_id, external_id)
         if row is None:
             raise NotFound("Bank account not found")
         return _listed(row, self._scope.runtime.secrets)
@@ -190,7 +193,7 @@ def _registration(runtime: Runtime) -> idempotency.Upstream[str | None, BankAcco
 
     def perform(external_id: str) -> str | None:
         with runtime.storage.read() as tx:
-            row = bank_accounts.registration(tx, external_id)
+            row = store.registration(tx, external_id)
         if row is None:  # finished meanwhile by another worker: recording is a no-op
             return None
         account = _external_account(row, runtime.secrets)
@@ -200,14 +203,12 @@ def _registration(runtime: Runtime) -> idempotency.Upstream[str | None, BankAcco
         )
 
     def record(tx: Transaction, external_id: str, provider_id: str | None) -> BankAccount:
-        row = bank_accounts.mark_registered(tx, external_id, str(provider_id), runtime.now_text())
+        row = store.mark_registered(tx, external_id, str(provider_id), runtime.now_text())
         if row is None:
             raise NotFound("Bank account not found")
         return _created(row, runtime.secrets)
 
-    return idempotency.Upstream(
-        perform=perform, record=record, abandon=bank_accounts.remove_registering
-    )
+    return idempotency.Upstream(perform=perform, record=record, abandon=store.remove_registering)
 
 
 def finish_registrations(runtime: Runtime, report: Report) -> None:

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel, TypeAdapter
 
-from .._infra.models import Replayable
+from .._infra import replays
 from ..errors import IdempotencyInFlight, RateLimited, TreasuryError
 from ..transfers.models import Transfer
 from ._generated import IDEMPOTENCY_HEADER, PREFIX, Groups
@@ -142,8 +142,8 @@ class TreasuryClient(Groups):
                         return cast(R, answer.text)
                     result = TypeAdapter(spec.response).validate_json(answer.content)
                     replayed = answer.headers.get("Idempotent-Replayed") == "true"
-                    if replayed and isinstance(result, Replayable):
-                        result.mark_replayed()
+                    if replayed:
+                        replays.mark(result)
                     return result
                 error = _error(answer)
                 wait = self._pause(error, attempt)

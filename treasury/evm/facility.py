@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..backends.chain.base import Chain
-from ..errors import Conflict, UpstreamError, ValidationError
-from ..money import to_units
+from ..errors import Conflict, UpstreamError
+from ..money import AmountRefused, to_units
 from .abi import (
     ASSET_BALANCE_OF,
     IS_APPROVED_EXTENSION,
@@ -101,7 +101,7 @@ def exchanges(
 ) -> list[Exchange]:
     """The facility calls that turn `raw` of `token_in` (of `decimals`) into `token_out`
     for `recipient`: one, or, out of c0 on ``replace_asset_with_m``, up to `most` calls
-    each within c0's M float; 400 (``amount``) when c0 cannot give that much back now."""
+    each within c0's M float; `AmountRefused` when c0 cannot give that much back now."""
     c0 = chain.address("c0")
     if token_in != c0 or chain.exit_path == "swap":
         data = SWAP.encode(token_in, token_out, raw, recipient)
@@ -139,4 +139,4 @@ def exchanges(
             )
             for part in parts
         ]
-    raise ValidationError.field("body", "amount", problem)
+    raise AmountRefused(problem)

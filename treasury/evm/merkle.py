@@ -133,12 +133,7 @@ class StandardMerkleTree:
 
     def proof(self, index: int) -> list[str]:
         """The sibling hashes from the leaf of ``values[index]`` up to the root."""
-        node = self._values[index][1]
-        siblings = []
-        while node > 0:
-            siblings.append(_hex(self._tree[node + 1 if node % 2 else node - 1]))
-            node = (node - 1) // 2
-        return siblings
+        return [_hex(self._tree[sibling]) for sibling in siblings(self._values[index][1])]
 
     def dump(self) -> dict[str, Any]:
         """The ``standard-v1`` document of the JavaScript package's ``dump()``."""
@@ -148,6 +143,22 @@ class StandardMerkleTree:
             "tree": [_hex(node) for node in self._tree],
             "values": [{"value": list(v), "treeIndex": i} for v, i in self._values],
         }
+
+
+def siblings(node: int) -> list[int]:
+    """The positions of the sibling nodes from tree position `node` up to the root."""
+    found = []
+    while node > 0:
+        found.append(node + 1 if node % 2 else node - 1)
+        node = (node - 1) // 2
+    return found
+
+
+def dumped_proofs(dump: dict[str, Any]) -> list[list[str]]:
+    """The proof of each value of a ``standard-v1`` `dump` we wrote, in the order of its
+    values, read from its nodes (no hashing: the dump is trusted, not `load`ed)."""
+    tree = dump["tree"]
+    return [[tree[i] for i in siblings(int(entry["treeIndex"]))] for entry in dump["values"]]
 
 
 def verify(

@@ -28,7 +28,8 @@ from flask.blueprints import BlueprintSetupState
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter
 
-from .._infra.models import CsvTable, Replayable, Resource
+from .._infra import replays
+from .._infra.models import CsvTable, Resource
 from .._treasury import OrganizationHandle, Treasury
 from ..errors import AuthenticationError, MethodNotAllowed, NotFound
 from ..operations import (
@@ -264,7 +265,7 @@ def _view(treasury: Treasury, operations: Sequence[Operation[Any]]) -> Callable[
             return Response(body, operation.status, mimetype="text/csv")
         if operation.chunks is not None:
             return Response(_list_body(result), operation.status, mimetype="application/json")
-        replayed = isinstance(result, Replayable) and result.replayed
+        replayed = replays.replayed(result)
         headers = {"Idempotent-Replayed": "true"} if replayed else None
         body = result.model_dump_json()  # pydantic's serializer: no dict in between
         if operation.cache == "forever":

@@ -11,6 +11,7 @@ from .._infra.group import Group
 from .._infra.validation import parse_input
 from .._records import policy
 from ..errors import ValidationError
+from . import store
 from .models import Policy, SetPolicy
 
 
@@ -35,6 +36,6 @@ class Policies(Group):
                 raise ValidationError.field(
                     "body", "gasStation", "must be the id of a managed wallet of the organization"
                 )
-            policy.write(tx, self._scope.org_id, rules, self._scope.runtime.now_text())
+            store.write(tx, self._scope.org_id, rules, self._scope.runtime.now_text())
             audit.record(tx)
         return Policy.of(rules)

@@ -6,7 +6,7 @@ from typing import Self
 
 from pydantic import model_validator
 
-from .._infra.models import Address, Body, Label, Replayable, Timestamped
+from .._infra.models import Address, Body, Label, Timestamped
 
 
 class CreateRecipient(Body):
@@ -27,7 +27,7 @@ class UpdateRecipient(Body):
         return self
 
 
-class Recipient(Timestamped, Replayable):
+class Recipient(Timestamped):
     id: int
     address: Address
     label: str

@@ -6,8 +6,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .._infra import audit
+from .._infra.chains import DestinationRefused
 from .._infra.group import Group
 from .._infra.models import Deleted, ListOf, ListQuery, RowId
+from .._infra.runtime import Runtime
 from .._infra.validation import parse_input, parse_value
 from .._records import policy
 from ..backends.storage.base import Transaction
@@ -30,7 +32,7 @@ class Recipients(Group):
     ) -> Recipient:
         """Save an address with a label; an address already saved is a 409."""
         request = parse_input(CreateRecipient, body, fields)
-        self._scope.runtime.chains.check_destination(request.address, "address")
+        _check_address(self._scope.runtime, request.address)
 
         def insert(tx: Transaction) -> Recipient:
             scope = self._scope
@@ -71,7 +73,7 @@ class Recipients(Group):
         request = parse_input(UpdateRecipient, body, fields)
         runtime = self._scope.runtime
         if request.address is not None:
-            runtime.chains.check_destination(request.address, "address")
+            _check_address(runtime, request.address)
         with runtime.storage.transaction() as tx:
             if request.address is not None:  # re-pointing: a label alone keeps `payments`
                 policy.guard_address_book(tx, self._scope.org_id, self._scope.admin)
@@ -96,3 +98,11 @@ class Recipients(Group):
         if not removed:
             raise NotFound("Recipient not found")
         return Deleted()
+
+
+def _check_address(runtime: Runtime, address: str) -> None:
+    """400 at ``address`` when value sent there would be lost."""
+    try:
+        runtime.chains.check_destination(address)
+    except DestinationRefused as refused:
+        raise refused.at("body", "address") from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .._infra.models import ListQuery
-from .._infra.sql import insert_numbered, order_by
+from .._infra.sql import insert_new, order_by
 from ..backends.storage.base import DuplicateKey, Row, Transaction
 from ..errors import Conflict
 
@@ -15,19 +15,10 @@ _CURRENT = "org_id = ? AND deleted_at IS NULL"
 
 def insert(tx: Transaction, org_id: str, address: str, label: str, now: str) -> Row:
     """A new recipient; 409 if the organization already saved that address."""
-    values = {
-        "address": address,
-        "label": label,
-        "created_at": now,
-        "updated_at": now,
-        "pointed_at": now,
-    }
-    try:
-        row = insert_numbered(tx, "recipients", org_id, values, COLUMNS)
-    except DuplicateKey:
-        raise Conflict("A recipient with this address already exists") from None
-    assert row is not None
-    return row
+    times = dict.fromkeys(("created_at", "updated_at", "pointed_at"), now)
+    values = {"address": address, "label": label, **times}
+    conflict = "A recipient with this address already exists"
+    return insert_new(tx, "recipients", org_id, values, COLUMNS, conflict)
 
 
 def change(

@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 from .._infra.group import Group
 from .._infra.validation import parse_input
-from ..errors import UpstreamError, ValidationError
+from ..errors import UpstreamError
 from ..evm.abi import ALLOWANCE, APPROVE
 from ..evm.facility import MAX_SPLIT, exchanges
 from ..evm.multicall import multicall
-from ..money import to_raw, to_units
+from ..money import Amount, AmountRefused, to_units
 from .models import Prepared, PrepareSummary, PrepareSwap, Step, StepTransaction
 
 Direction = Literal["deposit", "withdraw"]
@@ -37,6 +37,12 @@ class Swaps(Group):
         return self._prepare(chain_id, "withdraw", parse_input(PrepareSwap, body, fields))
 
     def _prepare(self, chain_id: int, direction: Direction, request: PrepareSwap) -> Prepared:
+        try:
+            return self._steps(chain_id, direction, request)
+        except AmountRefused as refused:  # more decimals than a token has, more than c0 gives
+            raise refused.at("body", "amount") from None
+
+    def _steps(self, chain_id: int, direction: Direction, request: PrepareSwap) -> Prepared:
         chain = self._scope.runtime.chains.get(chain_id)
         stable, c0 = chain.address(request.token), chain.address("c0")
         facility = chain.address("swap_facility")
@@ -45,17 +51,16 @@ class Swaps(Group):
         tokens = self._scope.runtime.chains
         tokens.metadata(chain_id, [token_in, token_out])  # both in one read, once per chain
         places = tokens.decimals(chain_id, token_in)
-        try:  # no finer than either token: the swap would drop what the other cannot hold
-            to_raw(request.amount, min(places, tokens.decimals(chain_id, token_out)))
-            raw = to_raw(request.amount, places)
-        except ValueError as error:
-            raise ValidationError.field("body", "amount", str(error)) from None
+        symbol_in = request.token if direction == "deposit" else "c0"
+        symbol_out = "c0" if direction == "deposit" else request.token
+        amount = Amount.of(request.amount, symbol_in)
+        # no finer than either token: the swap would drop what the other cannot hold
+        amount.to_raw(min(places, tokens.decimals(chain_id, token_out)))
+        raw = amount.to_raw(places)
         (allowance,) = multicall(chain, [(token_in, ALLOWANCE, (owner, facility))])
         if allowance is None:
             raise UpstreamError(f"token {token_in} did not answer its allowance")
         current = int(str(allowance[0]))
-        symbol_in = request.token if direction == "deposit" else "c0"
-        symbol_out = "c0" if direction == "deposit" else request.token
         steps: list[Step] = []
         if symbol_in == "USDT" and 0 < current < raw:
             steps.append(
@@ -81,8 +86,8 @@ class Swaps(Group):
             chain, token_in, token_out, raw, recipient, decimals=places, most=MAX_SPLIT
         )
         for call in calls:
-            amount = request.amount if len(calls) == 1 else to_units(call.raw, places)
-            description = f"Swap {amount} {symbol_in} for {symbol_out} to {recipient}"
+            part = request.amount if len(calls) == 1 else to_units(call.raw, places)
+            description = f"Swap {part} {symbol_in} for {symbol_out} to {recipient}"
             if call.method != "swap":
                 description += f" ({call.method} on the swap facility)"
             steps.append(_step("swap", description, facility, call.data))

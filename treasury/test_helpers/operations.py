@@ -8,8 +8,8 @@ from typing import Any
 from .._infra.group import Group
 from .._infra.validation import parse_input
 from ..backends.chain.minting import MintingChain
-from ..errors import NotFound, ValidationError
-from ..money import to_raw
+from ..errors import NotFound
+from ..money import Amount, AmountRefused
 from .models import Faucet, Funded
 
 
@@ -28,10 +28,11 @@ class TestHelpers(Group):
         if not isinstance(chain, MintingChain):
             raise NotFound(f"Chain {chain_id} has no test helpers")
         request = parse_input(Faucet, body, fields)
+        amount = Amount.of(request.amount, request.token)
         try:
-            to_raw(request.amount, self._scope.runtime.chains.decimals(chain_id, request.token))
-        except ValueError as error:
-            raise ValidationError.field("body", "amount", str(error)) from None
+            amount.to_raw(self._scope.runtime.chains.decimals(chain_id, amount.token))
+        except AmountRefused as refused:
+            raise refused.at("body", "amount") from None
         tx_hash = chain.faucet(request.address, request.token, request.amount)
         return Funded(
             chain_id=chain_id,

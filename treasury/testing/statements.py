@@ -47,6 +47,7 @@ from treasury.test_helpers.samples import BANK_ACCOUNT
 from treasury.testing._pages import PageTests
 from treasury.testing._storage_base import NOW
 from treasury.testing._support import THREAD_TIMEOUT, run_threads
+from treasury.transactions import store as transaction_store
 from treasury.transactions.indexer import receipt_json
 from treasury.transactions.models import shown
 from treasury.webhooks.deliveries import lease_due
@@ -197,7 +198,7 @@ class StatementSuite(PageTests):
             )
             text = json.dumps(receipt_json(CHAIN_ID, receipt, now))
             with storage.transaction() as tx:
-                moved[i] = transactions.resolve(tx, CHAIN_ID, tx_hash, "confirmed", text, now)
+                moved[i] = transaction_store.resolve(tx, CHAIN_ID, tx_hash, "confirmed", text, now)
 
         run_threads([functools.partial(resolve, i) for i in range(8)])
         winners = [i for i, rows in moved.items() if rows]

@@ -14,9 +14,9 @@ import json
 
 from .._infra.jobs import Report
 from .._infra.runtime import Runtime
-from .._records import transactions as store
 from .._records.events import emit
 from ..backends.chain.base import Receipt
+from . import store
 from .models import shown
 
 PAGE = 5_000  # pending transactions read per pass of the loop

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from .._infra.models import Address, PageQuery, Replayable, Timestamped
+from .._infra.models import Address, PageQuery, Resource, Timestamped
 from .._records.transactions import TrackedType, TransactionStatus
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ class TransactionsQuery(PageQuery):
     wallet: Address | None = None
 
 
-class Recorded(Replayable):
+class Recorded(Resource):
     hash: str
     chain_id: int
     status: TransactionStatus

@@ -9,11 +9,12 @@ from .._infra.group import Group
 from .._infra.models import Page
 from .._infra.pagination import Cursors, page_of
 from .._infra.validation import parse_input, parse_value
-from .._records import transactions as store
+from .._records import transactions as records
 from .._records import wallets
 from .._records.transactions import RecordTransaction, TxHash
 from ..backends.storage.base import Transaction
 from ..errors import NotFound
+from . import store
 from .models import Recorded, TransactionsQuery, shown
 from .models import Transaction as TrackedTransaction
 
@@ -38,7 +39,7 @@ class Transactions(Group):
             wallet = wallets.by_number(tx, scope.org_id, request.wallet_id)
             if wallet is None:
                 raise NotFound("Wallet not found")
-            store.insert(tx, scope.org_id, chain_id, request, wallet, scope.runtime.now_text())
+            records.insert(tx, scope.org_id, chain_id, request, wallet, scope.runtime.now_text())
             return Recorded(hash=request.hash, chain_id=chain_id, status="pending")
 
         return self._in_one_transaction(
@@ -72,7 +73,7 @@ class Transactions(Group):
         runtime.chains.require(chain_id)
         tx_hash = str(parse_value(TxHash, tx_hash, "path", "hash")).lower()
         with runtime.storage.read() as tx:
-            row = store.by_hash(tx, self._scope.org_id, chain_id, tx_hash)
+            row = records.by_hash(tx, self._scope.org_id, chain_id, tx_hash)
         if row is None:
             raise NotFound("Transaction not found")
         return shown(row)

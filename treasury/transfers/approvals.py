@@ -20,7 +20,7 @@ from .._records import nonces, wallets
 from .._records.transfers import RECORDED
 from ..backends.storage.base import Row
 from . import onchain, runs, store
-from .models import ONCHAIN, TransferSide
+from .models import ONCHAIN
 from .operations import STEPS
 
 #: How long a transfer waits for its decision before it fails.
@@ -68,7 +68,7 @@ def _claim(runtime: Runtime, row: Row) -> bool:
         token_in=usdc if deposit else c0,
         token_out=c0 if deposit else usdc,
         raw=int(row["reserve_raw"]),
-        recipient=str(TransferSide.model_validate_json(row["destination"]).address),
+        recipient=str(store.Side.loads(row["destination"]).address),
         swap_kind="deposit" if deposit else "withdrawal",
     )
 

@@ -43,6 +43,7 @@ from .._records import nonces
 from ..errors import IdempotencyInFlight, TreasuryError, UpstreamError, ValidationError
 from . import onchain, runs, store
 from .models import BatchItem, CreateTransfer, CreateTransferBatch, Pairing, Transfer, TransferBatch
+from .refusals import request_error
 
 if TYPE_CHECKING:
     from .operations import Transfers
@@ -85,6 +86,7 @@ class _Item:
         return self.status is None and not self.taken and self.ref is None
 
     def refuse(self, error: TreasuryError) -> None:
+        error = request_error(error)  # as `create` answers it: the field it is about
         self.status, self.error = error.status, error
 
     def accept(self, transfer: Transfer) -> None:

@@ -10,6 +10,7 @@ maps its states to ours (DESIGN §3) through the one guarded update.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from decimal import Decimal
 
 from .._infra.idempotency import Upstream
@@ -24,9 +25,10 @@ from ..backends.storage.base import Row, Transaction
 from ..errors import UpstreamError
 from ..evm.abi import TRANSFER
 from ..evm.signing import broadcast
+from ..money import Amount
 from . import store
 from .executor import executor
-from .models import DepositInstructions, Transfer, TransferSide
+from .models import DepositInstructions, Transfer
 from .onchain import APPROVE_GAS, Replaced, evidence, raw_amount, record_sent
 
 #: The provider's transfer states, as our statuses (DESIGN §3 "Provider states map"): its
@@ -58,7 +60,7 @@ def _request(tx: Transaction, row: Row) -> OnRamp | OffRamp:
         "chain_id": row["chain_id"],
     }
     if row["pairing"] == "onramp":
-        destination = TransferSide.model_validate_json(row["destination"])
+        destination = store.Side.loads(row["destination"])
         return OnRamp(**fields, to_address=str(destination.address))
     return OffRamp(**fields, from_address=row["wallet_address"])
 
@@ -165,7 +167,7 @@ def _send_usdc(runtime: Runtime, row: Row) -> Replaced | None:
                 with runtime.storage.read() as tx:
                     floor = nonces.next_free_nonce(tx, chain_id, wallet)
                 usdc = chain.addresses["USDC"]
-                raw = raw_amount(runtime, chain_id, row["amount"], "USDC")
+                raw = raw_amount(runtime, chain_id, Amount.of(row["amount"], "USDC"))
                 signed = runtime.signer.sign(
                     chain,
                     custody_ref=custody_ref,
@@ -206,9 +208,9 @@ def apply(tx: Transaction, runtime: Runtime, row: Row, answer: ProviderTransfer)
     if row["pairing"] == "onramp" and answer.destination_tx_hash:
         fields["transaction_hash"] = answer.destination_tx_hash
     if answer.final_amount is not None:
-        destination = TransferSide.model_validate_json(row["destination"])
+        destination = store.Side.loads(row["destination"])
         paid = format(Decimal(answer.final_amount).normalize(), "f")
-        fields["destination"] = store.side(destination.model_copy(update={"amount": paid}))
+        fields["destination"] = replace(destination, amount=paid).dumps()
     paying = fields.get("transaction_hash")
     if paying is not None and paying != row["transaction_hash"]:
         _track_payout(tx, runtime, row, paying, answer.final_amount)
@@ -234,7 +236,7 @@ def _track_payout(
     transaction of that wallet (type ``deposit``), so the indexer confirms it and
     ``transaction.confirmed`` fires. Its sender is the provider's, unknown here: the
     zero address until the receipt, which carries the real one, is indexed."""
-    destination = TransferSide.model_validate_json(row["destination"])
+    destination = store.Side.loads(row["destination"])
     wallet = wallets.by_address(tx, row["org_id"], str(destination.address))
     chain_id = int(row["chain_id"])
     if wallet is None or tracked.by_hash(tx, row["org_id"], chain_id, tx_hash) is not None:
@@ -248,7 +250,7 @@ def _track_payout(
             "contract": usdc,
             "token": usdc,
             "amount": str(
-                raw_amount(runtime, chain_id, final_amount or destination.amount, "USDC")
+                raw_amount(runtime, chain_id, Amount.of(final_amount or destination.amount, "USDC"))
             ),
             "walletId": wallet["id"],
         }

@@ -34,9 +34,7 @@ from .._infra.models import (
     CsvTable,
     DecimalText,
     PlainText,
-    Replayable,
     Resource,
-    SealedAtRest,
     Timestamped,
 )
 from .._records.bank_accounts import BankAccountSummary, ExternalAccountId
@@ -194,7 +192,7 @@ class DepositInstructions(Resource):
         return cls(amount=amount, **asdict(deposit))
 
 
-class Transfer(Timestamped, Replayable, SealedAtRest):
+class Transfer(Timestamped):
     """SPEC's seven fields, plus `client_reference_id`, on on-ramps
     `deposit_instructions` (null elsewhere), `failure_reason` (null unless failed),
     `approval_status` (``not_required`` unless the policy's threshold asked for one) and
@@ -210,10 +208,6 @@ class Transfer(Timestamped, Replayable, SealedAtRest):
     failure_reason: str | None = None
     approval_status: ApprovalStatus = "not_required"
     waiting_reason: WaitingReason | None = None
-
-    def holds_secret(self) -> bool:
-        """Deposit instructions hold the provider's account number: sealed at rest."""
-        return self.deposit_instructions is not None
 
 
 #: The most transfers one payout run (`POST /v1/transfers/batch`) may carry.
@@ -276,15 +270,11 @@ class BatchItem(Resource):
         return self.transfer
 
 
-class TransferBatch(Replayable, SealedAtRest):
+class TransferBatch(Resource):
     """The answer of a payout run: one `BatchItem` per item, in the request's order.
     Iterating over it, ``len()`` and indexing reach the items."""
 
     data: list[BatchItem]
-
-    def holds_secret(self) -> bool:
-        """On-ramps' deposit instructions hold the provider's account number."""
-        return any(item.transfer is not None and item.transfer.holds_secret() for item in self.data)
 
     def __iter__(self) -> Iterator[BatchItem]:  # type: ignore[override]
         return iter(self.data)

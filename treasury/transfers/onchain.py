@@ -33,10 +33,11 @@ from ..evm.abi import ALLOWANCE, APPROVE, BALANCE_OF, GET_ETH_BALANCE
 from ..evm.facility import exchanges
 from ..evm.multicall import multicall
 from ..evm.signing import broadcast
-from ..money import to_raw, to_units
+from ..money import Amount, AmountRefused
 from . import store
 from .executor import executor
 from .models import Transfer
+from .refusals import GasShort
 
 APPROVE_GAS = 100_000
 
@@ -100,11 +101,10 @@ class Reserve:
         symbol, decimals = self.units.symbol, self.units.decimals
         available = max(self.balance - held_raw, 0)
         if available < self.raw:
-            raise ValidationError.field(
-                "body",
-                "amount",
-                f"insufficient balance: available {to_units(available, decimals)} {symbol},"
-                f" requested {to_units(self.raw, decimals)}",
+            requested = Amount.from_raw(self.raw, decimals, symbol)
+            raise AmountRefused(
+                f"insufficient balance: available {Amount.from_raw(available, decimals, symbol)},"
+                f" requested {requested.units}"
             )
         gas = max(self.eth - held_wei, 0)
         if gas >= self.wei:
@@ -117,18 +117,12 @@ class Reserve:
             spare = max(self.station.eth - station_held - topping, 0)
             if spare >= self.wei - gas:
                 return  # the station pays what the wallet lacks; the legs wait for it
-            raise ValidationError.field(
-                "body",
-                "source",
-                f"not enough ETH for gas: available {to_units(gas, ETH.decimals)} ETH,"
-                f" needed {to_units(self.wei, ETH.decimals)}, and the gas station has"
-                f" {to_units(spare, ETH.decimals)} ETH to spare",
+            raise GasShort(
+                f"not enough ETH for gas: available {_eth(gas)}, needed {_eth(self.wei).units},"
+                f" and the gas station has {_eth(spare)} to spare"
             )
-        raise ValidationError.field(
-            "body",
-            "source",
-            f"not enough ETH for gas: available {to_units(gas, ETH.decimals)} ETH,"
-            f" needed {to_units(self.wei, ETH.decimals)}",
+        raise GasShort(
+            f"not enough ETH for gas: available {_eth(gas)}, needed {_eth(self.wei).units}"
         )
 
     def columns(self, tx: Transaction) -> dict[str, str]:
@@ -290,13 +284,15 @@ def eth_balance(chain: Chain, wallet: str) -> int:
     return int(str(found[0]))
 
 
-def raw_amount(runtime: Runtime, chain_id: int, amount: str, token: str) -> int:
-    """Raw units of a transfer amount in a token of the chain (its key in the chain's
-    addresses: ``"USDC"``, ``"c0"``), at the decimals the token has (400 if finer)."""
-    try:
-        return to_raw(amount, runtime.chains.decimals(chain_id, token))
-    except ValueError as error:
-        raise ValidationError.field("body", "amount", str(error)) from None
+def raw_amount(runtime: Runtime, chain_id: int, amount: Amount) -> int:
+    """Raw units of `amount` in its token of the chain (the token's key in the chain's
+    addresses: ``"USDC"``, ``"c0"``), at the decimals the token has (`AmountRefused` if
+    finer)."""
+    return amount.to_raw(runtime.chains.decimals(chain_id, amount.token))
+
+
+def _eth(wei: int) -> Amount:
+    return Amount.from_raw(wei, ETH.decimals, "ETH")
 
 
 @dataclass(frozen=True)

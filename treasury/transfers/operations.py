@@ -25,10 +25,11 @@ from .._infra.pagination import Cursors, page_of
 from .._infra.runtime import Runtime
 from .._infra.validation import parse, parse_input, parse_value
 from .._records import bank_accounts, customers, nonces, policy, wallets
-from .._records.bank_accounts import BankAccountSummary, parse_external_id
+from .._records.bank_accounts import ExternalIdRefused, parse_external_id
 from .._records.transfers import RECORDED, ApprovalStatus
 from ..backends.storage.base import Row, Transaction
 from ..errors import Conflict, Forbidden, NotFound, ValidationError
+from ..money import Amount
 from . import batch, fiat, onchain, runs, store
 from .models import (
     CreateTransfer,
@@ -38,8 +39,8 @@ from .models import (
     Pairing,
     Transfer,
     TransferBatch,
-    TransferSide,
 )
+from .refusals import REFUSALS, request_error
 
 #: The executor of each pairing: its upstream steps (the jobs finish claims with them).
 STEPS: dict[str, Callable[[Runtime], Upstream[Any, Transfer]]] = {
@@ -53,6 +54,11 @@ STEPS: dict[str, Callable[[Runtime], Upstream[Any, Transfer]]] = {
 DAY = timedelta(hours=24)
 #: The failure reason of a transfer rejected by its approver.
 REJECTED = "rejected"
+
+
+def _amount(request: CreateTransfer, token: str) -> Amount:
+    """The request's amount in `token` (its symbol on the chain: ``"USDC"``, ``"c0"``)."""
+    return Amount.of(request.amount, token)
 
 
 class _NoRoom(Exception):
@@ -81,6 +87,12 @@ class Transfers(Group):
         (deposit), c0 → USDC (withdraw). The pairing of `source` and `destination`
         selects the executor; 400 with field details for anything refused."""
         request = parse_input(CreateTransfer, body, fields)
+        try:
+            return self._create(request, idempotency_key)
+        except REFUSALS as refused:
+            raise request_error(refused) from None
+
+    def _create(self, request: CreateTransfer, idempotency_key: str | None) -> Transfer:
         pairing, rules = self._judge(request)
         runtime = self._scope.runtime
         chain_id = runtime.chains.primary
@@ -327,11 +339,13 @@ class Transfers(Group):
             custody_ref=wallet["custody_ref"],
             token_in=usdc if deposit else c0,
             token_out=c0 if deposit else usdc,
-            raw=onchain.raw_amount(runtime, chain_id, request.amount, "USDC" if deposit else "c0"),
+            raw=onchain.raw_amount(
+                runtime, chain_id, _amount(request, "USDC" if deposit else "c0")
+            ),
             recipient=str(request.destination.to_address),
             swap_kind="deposit" if deposit else "withdrawal",
         )
-        runtime.chains.check_destination(swap.recipient, "destination.to_address", [chain_id])
+        runtime.chains.check_destination(swap.recipient, [chain_id])
         return swap
 
     def _swap_claim(
@@ -371,7 +385,7 @@ class Transfers(Group):
         chain = runtime.chains.get(chain_id)
         wallet = self._managed_wallet(str(request.source.from_address))
         bank = self._bank_account("destination", str(request.destination.external_account_id))
-        raw = onchain.raw_amount(runtime, chain_id, request.amount, "USDC")
+        raw = onchain.raw_amount(runtime, chain_id, _amount(request, "USDC"))
         usdc = chain.addresses["USDC"]
         reserve = onchain.send_reserve(runtime, chain, wallet["address"], usdc, raw)
         sides = {
@@ -393,9 +407,7 @@ class Transfers(Group):
         customers.provider_customer(self._scope.runtime, self._scope.org_id)  # 409 until onboarded
         bank = self._bank_account("source", str(request.source.external_account_id))
         to_address = str(request.destination.to_address)
-        self._scope.runtime.chains.check_destination(
-            to_address, "destination.to_address", [chain_id]
-        )
+        self._scope.runtime.chains.check_destination(to_address, [chain_id])
         sides = {
             "source": _bank_side(bank, "usd", request.amount),
             "destination": onchain_side(to_address, chain_id, "usdc", _less_fee(request)),
@@ -446,7 +458,10 @@ class Transfers(Group):
 
     def _bank_account(self, side: str, external_id: str) -> Row:
         field = f"{side}.external_account_id"
-        external_id = parse_external_id(external_id, field)
+        try:
+            external_id = parse_external_id(external_id)
+        except ExternalIdRefused as refused:
+            raise refused.at("body", field) from None
         row = bank_accounts.provider_account(
             self._scope.runtime.storage, self._scope.org_id, external_id
         )
@@ -561,25 +576,17 @@ def _undecidable(status: ApprovalStatus, decision: ApprovalStatus) -> str:
 
 
 def onchain_side(address: str, chain_id: int, currency: Currency, amount: str) -> str:
-    return store.side(
-        TransferSide(
-            address=address, bank_account=None, chain_id=chain_id, currency=currency, amount=amount
-        )
-    )
+    return store.Side(currency, amount, address=address, chain_id=chain_id).dumps()
 
 
 def _bank_side(bank: Row, currency: Currency, amount: str) -> str:
-    summary = BankAccountSummary(
+    shown = store.BankShown(
         id=bank["external_id"],
         bank_name=bank["bank_name"],
         account_owner_name=bank["account_owner_name"],
         account_number_last4=bank["account_number_last4"],
     )
-    return store.side(
-        TransferSide(
-            address=None, bank_account=summary, chain_id=None, currency=currency, amount=amount
-        )
-    )
+    return store.Side(currency, amount, bank_account=shown).dumps()
 
 
 def _less_fee(request: CreateTransfer) -> str:

@@ -29,7 +29,7 @@ from ..backends.storage.base import Row
 from ..errors import TreasuryError, UpstreamError
 from ..evm.signing import broadcast_each
 from . import onchain, store
-from .models import Transfer, TransferSide
+from .models import Transfer
 
 #: The legs a swap takes at most (an approval, then the swap): what a request needs free.
 SWAP_LEGS = 2
@@ -79,7 +79,7 @@ def swap_of(chain: Chain, row: Row, custody_ref: str) -> onchain.Swap:
         token_in=usdc if deposit else c0,
         token_out=c0 if deposit else usdc,
         raw=int(row["reserve_raw"]),
-        recipient=str(TransferSide.model_validate_json(row["destination"]).address),
+        recipient=str(store.Side.loads(row["destination"]).address),
         swap_kind="deposit" if deposit else "withdrawal",
     )
 

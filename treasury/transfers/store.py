@@ -15,13 +15,15 @@ never announced and is forgotten (`remove`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from .._infra.crypto import SecretBox
 from .._infra.sql import keyset_page, take_expired_leases
+from .._records.bank_accounts import BankAccountSummary
 from .._records.events import emit
 from .._records.nonces import FAILED, NoncesTaken
 from .._records.postings import REFUNDING
@@ -38,7 +40,15 @@ from .._records.transfers import (
 )
 from ..backends.storage.base import Row, Transaction
 from ..evm.signing import Signed
-from .models import FIAT, ONCHAIN, DepositInstructions, Pairing, Transfer, TransferSide
+from .models import (
+    FIAT,
+    ONCHAIN,
+    Currency,
+    DepositInstructions,
+    Pairing,
+    Transfer,
+    TransferSide,
+)
 
 COLUMNS = (
     "id, org_id, pairing, status, stage, amount, developer_fee, client_reference_id,"
@@ -77,8 +87,8 @@ def shown(row: Row, box: SecretBox) -> Transfer:
     return Transfer.model_validate(
         {
             "id": row["id"],
-            "from": TransferSide.model_validate_json(row["source"]),
-            "to": TransferSide.model_validate_json(row["destination"]),
+            "from": Side.loads(row["source"]).shown(),
+            "to": Side.loads(row["destination"]).shown(),
             "status": row["status"],
             "transaction_hash": row["transaction_hash"],
             "client_reference_id": row["client_reference_id"],
@@ -111,8 +121,90 @@ def waiting_reason(row: Row) -> str | None:
     return None
 
 
-def side(value: TransferSide) -> str:
-    return value.model_dump_json()
+@dataclass(frozen=True)
+class BankShown:
+    """The display fields of a bank account a stored side keeps (the API's
+    `BankAccountSummary`): its uuid, bank, owner and the last four digits."""
+
+    id: str
+    bank_name: str
+    account_owner_name: str
+    account_number_last4: str
+
+
+@dataclass(frozen=True)
+class Side:
+    """A transfer side as the transfers table stores it (its `source` and `destination`
+    columns), apart from the API's `TransferSide`: exactly one of `address` (with
+    `chain_id`) and `bank_account`, a currency and an amount in token units.
+
+    Stored as JSON with the keys ``address``, ``bankAccount`` (``id``, ``bankName``,
+    ``accountOwnerName``, ``accountNumberLast4``), ``chainId``, ``currency`` and
+    ``amount``: the text every row holds since the table was made, which the books'
+    postings read as they are."""
+
+    currency: str
+    amount: str
+    address: str | None = None
+    chain_id: int | None = None
+    bank_account: BankShown | None = None
+
+    def dumps(self) -> str:
+        """The column's text."""
+        bank = self.bank_account
+        value = {
+            "address": self.address,
+            "bankAccount": None
+            if bank is None
+            else {
+                "id": bank.id,
+                "bankName": bank.bank_name,
+                "accountOwnerName": bank.account_owner_name,
+                "accountNumberLast4": bank.account_number_last4,
+            },
+            "chainId": self.chain_id,
+            "currency": self.currency,
+            "amount": self.amount,
+        }
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def loads(cls, text: str) -> Side:
+        """A side from the column's text."""
+        value = json.loads(text)
+        bank = value.get("bankAccount")
+        return cls(
+            currency=value["currency"],
+            amount=value["amount"],
+            address=value.get("address"),
+            chain_id=value.get("chainId"),
+            bank_account=None
+            if bank is None
+            else BankShown(
+                id=bank["id"],
+                bank_name=bank["bankName"],
+                account_owner_name=bank["accountOwnerName"],
+                account_number_last4=bank["accountNumberLast4"],
+            ),
+        )
+
+    def shown(self) -> TransferSide:
+        """The side as the API shows it."""
+        bank = self.bank_account
+        return TransferSide(
+            address=self.address,
+            bank_account=None
+            if bank is None
+            else BankAccountSummary(
+                id=bank.id,
+                bank_name=bank.bank_name,
+                account_owner_name=bank.account_owner_name,
+                account_number_last4=bank.account_number_last4,
+            ),
+            chain_id=self.chain_id,
+            currency=cast(Currency, self.currency),
+            amount=self.amount,
+        )
 
 
 def insert(
@@ -141,7 +233,7 @@ def announce(tx: Transaction, transfer_id: str, event: str, now: str, box: Secre
     webhooks' wallet filters on either side's address."""
     row = get(tx, transfer_id)
     assert row is not None
-    sides = [TransferSide.model_validate_json(row[name]) for name in ("source", "destination")]
+    sides = [Side.loads(row[name]) for name in ("source", "destination")]
     addresses = {str(side.address) for side in sides if side.address is not None}
     emit(
         tx,

@@ -10,7 +10,6 @@ from .._infra.models import (
     Body,
     Label,
     NonZeroAddress,
-    Replayable,
     Resource,
     Timestamped,
 )
@@ -31,7 +30,7 @@ class TrackWallet(Body):
     label: Label
 
 
-class Wallet(Timestamped, Replayable):
+class Wallet(Timestamped):
     """An organization wallet; its address identifies it across the API.
 
     Beyond the specification's fields: `id`, the organization's number for the wallet
@@ -53,5 +52,5 @@ class TrackedWallet(Resource):
     created_at: datetime
 
 
-class TrackedWalletResponse(Replayable):
+class TrackedWalletResponse(Resource):
     wallet: TrackedWallet

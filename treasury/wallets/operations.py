@@ -9,10 +9,12 @@ from .._infra import audit
 from .._infra.group import Group
 from .._infra.models import Address, Deleted, ListOf, ListQuery
 from .._infra.validation import parse_input, parse_value
-from .._records import policy, wallets
+from .._records import policy
+from .._records import wallets as records
 from .._records.nonces import next_free_nonce
 from ..backends.storage.base import Transaction
 from ..errors import NotFound, ValidationError
+from . import store
 from .models import (
     CreateWallet,
     TrackedWallet,
@@ -44,9 +46,9 @@ class Wallets(Group):
     def _create(self, tx: Transaction, request: CreateWallet) -> Wallet:
         org_id, runtime = self._scope.org_id, self._scope.runtime
         tx.lock(f"wallets:{org_id}")
-        label = request.label if request.label is not None else wallets.default_label(tx, org_id)
+        label = request.label if request.label is not None else store.default_label(tx, org_id)
         key = runtime.custody.create_key()
-        row = wallets.insert(
+        row = store.insert(
             tx,
             org_id,
             address=key.address,
@@ -70,7 +72,7 @@ class Wallets(Group):
 
         def track(tx: Transaction) -> TrackedWalletResponse:
             policy.guard_address_book(tx, scope.org_id, scope.admin)  # as it commits
-            row = wallets.insert(
+            row = store.insert(
                 tx,
                 self._scope.org_id,
                 address=request.address,
@@ -101,13 +103,13 @@ class Wallets(Group):
         exhausted or closed: consume it before using the treasury again in the thread."""
         query = parse_input(ListQuery, query, params, "query")
         with self._scope.runtime.storage.read() as tx:
-            for rows in wallets.current(tx, self._scope.org_id, query):
+            for rows in store.current(tx, self._scope.org_id, query):
                 yield [Wallet.model_validate(row) for row in rows]
 
     def get(self, address: str) -> Wallet:
         """One current wallet of this organization by its address (any case)."""
         with self._scope.runtime.storage.read() as tx:
-            row = wallets.by_address(tx, self._scope.org_id, _address(address))
+            row = records.by_address(tx, self._scope.org_id, _address(address))
         if row is None:
             raise NotFound("Wallet not found")
         return Wallet.model_validate(row)
@@ -119,9 +121,7 @@ class Wallets(Group):
         address, request = _address(address), parse_input(UpdateWallet, body, fields)
         runtime = self._scope.runtime
         with runtime.storage.transaction() as tx:
-            row = wallets.relabel(
-                tx, self._scope.org_id, address, request.label, runtime.now_text()
-            )
+            row = store.relabel(tx, self._scope.org_id, address, request.label, runtime.now_text())
             if row is not None:
                 audit.record(tx)
         if row is None:
@@ -132,7 +132,7 @@ class Wallets(Group):
         """Remove the wallet from the organization; custody keeps its key material."""
         address, runtime = _address(address), self._scope.runtime
         with runtime.storage.transaction() as tx:
-            removed = wallets.remove(tx, self._scope.org_id, address, runtime.now_text())
+            removed = store.remove(tx, self._scope.org_id, address, runtime.now_text())
             if removed:
                 audit.record(tx)
         if not removed:
@@ -145,7 +145,7 @@ class Wallets(Group):
         """Sign with custody and broadcast from a managed wallet; return the hash."""
         runtime = self._scope.runtime
         with runtime.storage.read() as tx:
-            row = wallets.by_address(tx, self._scope.org_id, _address(address))
+            row = records.by_address(tx, self._scope.org_id, _address(address))
         if row is None:
             raise NotFound("Wallet not found")
         if row["custody_ref"] is None:

@@ -7,7 +7,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import Field, StringConstraints, field_validator
 
-from .._infra.models import Address, Body, PlainText, Replayable, Resource, SealedAtRest
+from .._infra.models import Address, Body, PlainText, Resource
 
 EventName = Literal[
     "transaction.confirmed",
@@ -47,8 +47,9 @@ class Webhook(Resource):
     active: bool = True  # False once a delivery was answered 410 Gone
 
 
-class CreatedWebhook(Webhook, Replayable, SealedAtRest):
-    # sealed at rest (`SealedAtRest`): the secret is shown once
+class CreatedWebhook(Webhook):
+    # its secret is shown once: the stored outcome of its key is sealed at rest (the
+    # table's `Operation.sealed`)
 
     secret: str
 

@@ -81,8 +81,11 @@ def freeze(
     now: datetime,
     period: YieldPeriod | None,
 ) -> bool:
-    """Store a built period once (None: it has no claims), its artifact as the JSON body
-    the API serves; whether this call stored it."""
+    """Store a built period once (None: it has no claims): its row, its tree's
+    ``standard-v1`` dump (the `artifact` column) and each holder's leaf with its proof
+    (`yield_leaves`, where the proofs are kept, once); whether this call stored it. The
+    API's `YieldPeriod` is assembled from these when it is read
+    (`yields.artifacts.stored_period`)."""
     root, total, count = (
         (None, "0", 0) if period is None else (period.root, period.total, period.count)
     )
@@ -99,7 +102,7 @@ def freeze(
             to_text(start),
             to_text(end),
             to_text(now),
-            None if period is None else period.model_dump_json(),
+            None if period is None else json.dumps(period.tree),
         ),
     )
     if stored != 1:
@@ -123,13 +126,14 @@ def published(tx: Transaction, chain_id: int | None = None) -> list[Row]:
     )
 
 
-def artifact(tx: Transaction, chain_id: int, period_id: int) -> str | None:
-    """A published period's frozen body, None if it is not published (or has no claims)."""
-    row = tx.one(
-        "SELECT artifact FROM yield_periods WHERE chain_id = ? AND period_id = ? AND count > 0",
+def artifact(tx: Transaction, chain_id: int, period_id: int) -> Row | None:
+    """A published period's row with its stored tree (`artifact`), None if it is not
+    published (or has no claims)."""
+    return tx.one(
+        "SELECT chain_id, period_id, root, total, count, starts_at, ends_at, published_at,"
+        " artifact FROM yield_periods WHERE chain_id = ? AND period_id = ? AND count > 0",
         (chain_id, period_id),
     )
-    return None if row is None else str(row["artifact"])
 
 
 def claims(tx: Transaction, chain_id: int, account: str) -> list[Row]:

@@ -19,6 +19,7 @@ from .._infra.runtime import Runtime
 from ..backends.chain.minting import MintingChain
 from ..errors import Conflict
 from . import store
+from .artifacts import stored_period
 from .models import YieldPeriod
 from .periods import bounds, period_of
 from .publication import post_roots, publish_period
@@ -53,8 +54,8 @@ def close_current_period(runtime: Runtime, chain_id: int) -> YieldPeriod | None:
     if not published:
         return None
     with runtime.storage.read() as tx:
-        body = store.artifact(tx, chain_id, period_id)
-    return None if body is None else YieldPeriod.model_validate_json(body)
+        row = store.artifact(tx, chain_id, period_id)
+    return None if row is None else stored_period(row)
 
 
 def settle(balance: int, apy: Decimal) -> timedelta:
