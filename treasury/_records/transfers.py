@@ -138,6 +138,8 @@ def at_provider(
         "id, pairing, amount, wallet_address, destination, provider_transfer_id,"
         " provider_state, updated_at"
     )
+    from .._infra.sql import in_chunks  # (as in `caused`)
+
     where = "org_id = ? AND chain_id = ? AND provider_transfer_id IS NOT NULL"
     rows = {
         str(row["id"]): row
@@ -146,10 +148,7 @@ def at_provider(
             (org_id, chain_id),
         )
     }
-    wanted = sorted(set(ids) - set(rows))
-    for begin in range(0, len(wanted), 500):
-        chunk = wanted[begin : begin + 500]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in in_chunks(set(ids) - set(rows)):
         for row in tx.query(
             f"SELECT {columns} FROM transfers WHERE {where} AND id IN ({marks})",
             (org_id, chain_id, *chunk),
