@@ -30,10 +30,11 @@ from .._infra.runtime import Runtime
 from .._records import journal
 from .._records.postings import HOLDING, UNTOLD
 from .._records.transfers import AtProvider, at_provider
-from ..backends.fiat.base import ProviderTransfer
+from ..backends.fiat.base import ProviderTransfer, read_each
 from ..backends.storage.base import Row, Transaction
 from ..errors import UpstreamError
 from ..money import to_raw
+from . import store
 
 PER_CALL = 100  # provider transfers read in one call
 USDC = "USDC"  # the provider's dollars count 1:1 in USDC
@@ -59,7 +60,7 @@ class Comparison:
 def compare(runtime: Runtime, chain_id: int, org_id: str) -> Comparison:
     """Compare an organization's fiat transfers on a chain with the provider's states."""
     with runtime.storage.read() as tx:
-        held = _held(tx, org_id, chain_id)
+        held = store.held_at_provider(tx, org_id, chain_id, USDC)
         transfers = at_provider(tx, org_id, chain_id, list(held))
     comparison = Comparison()
     if not transfers:
@@ -106,35 +107,17 @@ def correction(runtime: Runtime, tx: Transaction, row: Row) -> list[tuple[str, s
     return postings
 
 
-def _held(tx: Transaction, org_id: str, chain_id: int) -> dict[str, tuple[int, str]]:
-    """What the books hold at the provider, by transfer id: (raw USDC, last posted at)."""
-    rows = tx.query(
-        "SELECT account, posted, last_at FROM journal_balances WHERE org_id = ? AND chain_id = ?"
-        " AND token = ? AND account LIKE 'provider:%' AND posted <> '0'",
-        (org_id, chain_id, USDC),
-    )
-    return {
-        str(r["account"]).removeprefix("provider:"): (int(r["posted"]), str(r["last_at"]))
-        for r in rows
-    }
-
-
 def _read(
     runtime: Runtime, transfers: Sequence[AtProvider]
 ) -> list[tuple[AtProvider, ProviderTransfer | None]]:
     """Each transfer with the provider's view of it (None: the provider did not answer
-    for it), `PER_CALL` a call; one refused id does not hold up the others."""
+    for it), `PER_CALL` a call."""
     answered: list[tuple[AtProvider, ProviderTransfer | None]] = []
     for start in range(0, len(transfers), PER_CALL):
         batch = transfers[start : start + PER_CALL]
-        try:
-            views = runtime.fiat.transfers([t.provider_transfer_id for t in batch])
-            answered += zip(batch, views, strict=True)
-        except UpstreamError:
-            for transfer in batch:
-                try:
-                    (view,) = runtime.fiat.transfers([transfer.provider_transfer_id])
-                except UpstreamError:
-                    view = None
-                answered.append((transfer, view))
+        views = read_each(runtime.fiat, [t.provider_transfer_id for t in batch])
+        answered += [
+            (t, None if isinstance(view, UpstreamError) else view)
+            for t, view in zip(batch, views, strict=True)
+        ]
     return answered

@@ -228,3 +228,18 @@ def breaks_page(
     if len(rows) <= limit:
         return rows, None
     return rows[:limit], int(rows[limit - 1]["number"])
+
+
+def held_at_provider(
+    tx: Transaction, org_id: str, chain_id: int, token: str
+) -> dict[str, tuple[int, str]]:
+    """What the books hold at the provider, by transfer id: (raw units, last posted at)."""
+    rows = tx.query(
+        "SELECT account, posted, last_at FROM journal_balances WHERE org_id = ? AND chain_id = ?"
+        " AND token = ? AND account LIKE 'provider:%' AND posted <> '0'",
+        (org_id, chain_id, token),
+    )
+    return {
+        str(r["account"]).removeprefix("provider:"): (int(r["posted"]), str(r["last_at"]))
+        for r in rows
+    }

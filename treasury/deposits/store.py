@@ -48,16 +48,16 @@ LOG_FIELDS = (
 _LOG_COLUMNS = "chain_id, hash, log_index, org_id, address, token, raw, sender, block_number"
 
 
-def _add(tx: Transaction, table: str, fields: Mapping[str, Any], *also: Any) -> bool:
-    """Insert a log's row into `table` (its `LOG_FIELDS`, then `also` for the table's own
-    columns); False when it was there."""
+def _add(tx: Transaction, table: str, fields: Mapping[str, Any], **also: Any) -> bool:
+    """Insert a log's row into `table`: its `LOG_FIELDS`, then `also`, the table's own
+    columns; False when it was there."""
     values = [str(fields[name]) if name == "raw" else fields[name] for name in LOG_FIELDS]
+    columns = ", ".join([_LOG_COLUMNS, *also])
     marks = ", ".join("?" * (len(values) + len(also)))
-    extra = {"deposits": ", created_at", "held_logs": ", block_hash, first_seen"}[table]
     return bool(
         tx.execute(
-            f"INSERT INTO {table} ({_LOG_COLUMNS}{extra}) VALUES ({marks}) ON CONFLICT DO NOTHING",
-            (*values, *also),
+            f"INSERT INTO {table} ({columns}) VALUES ({marks}) ON CONFLICT DO NOTHING",
+            (*values, *also.values()),
         )
     )
 
@@ -65,7 +65,7 @@ def _add(tx: Transaction, table: str, fields: Mapping[str, Any], *also: Any) -> 
 def insert(tx: Transaction, fields: Mapping[str, Any], now: str) -> bool:
     """Record a deposit for an organization (`fields`: `LOG_FIELDS`); False when it was
     recorded before."""
-    return _add(tx, "deposits", fields, now)
+    return _add(tx, "deposits", fields, created_at=now)
 
 
 def found(tx: Transaction, chain_id: int, tx_hash: str, log_index: int) -> list[Row]:
@@ -122,7 +122,7 @@ def rewind(tx: Transaction, chain_id: int, block: int, now: str) -> None:
 def hold(tx: Transaction, fields: Mapping[str, Any], block_hash: str, now: str) -> bool:
     """Hold a log for an organization (`fields`: `LOG_FIELDS`; first seen `now`); False
     if it was held before."""
-    return _add(tx, "held_logs", fields, block_hash, now)
+    return _add(tx, "held_logs", fields, block_hash=block_hash, first_seen=now)
 
 
 def holding(tx: Transaction, chain_id: int) -> bool:

@@ -17,7 +17,7 @@ from .._records import transactions as tracked
 from .._records.transactions import RecordTransaction
 from .._records.transfers import Status
 from ..backends.chain.base import Chain
-from ..backends.fiat.base import ProviderTransfer, SimulatedProvider
+from ..backends.fiat.base import ProviderTransfer, SimulatedProvider, read_each
 from ..backends.storage.base import Row
 from ..errors import UpstreamError
 from ..evm.signing import Signed, broadcast, broadcast_each, raised, unsigned
@@ -102,16 +102,14 @@ def _read_by_id(
         if isinstance(runtime.fiat, SimulatedProvider):  # the sandbox: its time passes
             with report.part("provider simulation"):
                 runtime.fiat.advance([row["provider_transfer_id"] for row in batch])
-        try:
-            answers = runtime.fiat.transfers([row["provider_transfer_id"] for row in batch])
-        except UpstreamError:  # one id the provider refuses must not hold up the others
-            answered: list[tuple[Row, ProviderTransfer]] = []
-            for row in batch:
+        views = read_each(runtime.fiat, [row["provider_transfer_id"] for row in batch])
+        answered: list[tuple[Row, ProviderTransfer]] = []
+        for row, view in zip(batch, views, strict=True):
+            if isinstance(view, UpstreamError):
                 with report.part(f"transfer {row['id']}"):
-                    (answer,) = runtime.fiat.transfers([row["provider_transfer_id"]])
-                    answered.append((row, answer))
-        else:
-            answered = list(zip(batch, answers, strict=True))
+                    raise view
+            else:
+                answered.append((row, view))
         yield answered
 
 

@@ -236,3 +236,21 @@ class SimulatedProvider(Protocol):
         """Move each open transfer of `ids` one state forward, as the provider's time
         passing would (ids it does not know are left to `transfers` to refuse)."""
         ...
+
+
+def read_each(provider: FiatProvider, ids: Sequence[str]) -> list[ProviderTransfer | UpstreamError]:
+    """The provider's view of each of `ids`, in order: one call (`FiatProvider.transfers`),
+    or, where it refuses that call, one call an id, each refusal in its id's place (one id
+    the provider refuses must not hold up the others)."""
+    try:
+        return list(provider.transfers(ids))
+    except UpstreamError:
+        found: list[ProviderTransfer | UpstreamError] = []
+        for transfer_id in ids:
+            try:
+                (view,) = provider.transfers([transfer_id])
+            except UpstreamError as refused:
+                found.append(refused)
+            else:
+                found.append(view)
+        return found
