@@ -144,7 +144,8 @@ return {1, hits + 1, 0}
 class _HitScript:
     """`_HIT` sent as a packed ``EVALSHA`` on connections of our own, each taken once from
     the client's pool: the client's per-command path (checkout, retry wrapper, metrics)
-    costs more CPU than the round trip. Idle connections wait in a deque (``pop`` and
+    costs more CPU than the round trip, and so does its packing: the command is packed
+    here (`_evalsha`, its head once). Idle connections wait in a deque (``pop`` and
     ``append`` are atomic): a connection serves one thread at a time, and there are no
     more of them than hits ever in flight at once, however many threads come and go.
     `close` (`RateLimiter.close`, from `Treasury.close`) disconnects them."""
@@ -154,6 +155,7 @@ class _HitScript:
 
         self._client, self._pool = client, client.connection_pool
         self._sha = client.register_script(_HIT).sha
+        self._head = _bulk(b"EVALSHA") + _bulk(self._sha.encode()) + _bulk(b"1")
         self._idle: deque[Any] = deque()
         self._lost = (exceptions.ConnectionError, exceptions.TimeoutError)
         self._no_script = exceptions.NoScriptError
@@ -180,7 +182,7 @@ class _HitScript:
             self._idle.append(conn)
 
     def _run(self, conn: Any, key: str, args: tuple[int | str, ...]) -> list[int]:
-        conn.send_packed_command(conn.pack_command("EVALSHA", self._sha, 1, key, *args))
+        conn.send_packed_command([self._evalsha(key, args)])
         try:
             answer: list[int] = conn.read_response()
         except self._no_script:
@@ -188,10 +190,20 @@ class _HitScript:
             answer = conn.read_response()
         return answer
 
+    def _evalsha(self, key: str, args: tuple[int | str, ...]) -> bytes:
+        """``EVALSHA sha 1 key *args`` as the client would pack it."""
+        values = b"".join(_bulk(str(value).encode()) for value in (key, *args))
+        return b"*%d\r\n" % (4 + len(args)) + self._head + values
+
     def close(self) -> None:
         """Disconnect every connection of the client's pool, ours among them."""
         self._idle.clear()
         self._client.close()
+
+
+def _bulk(value: bytes) -> bytes:
+    """One RESP bulk string."""
+    return b"$%d\r\n%s\r\n" % (len(value), value)
 
 
 class _RedisWindow:

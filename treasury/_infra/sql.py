@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..backends.storage.base import DuplicateKey, Params, Row, Transaction
 from ..errors import Conflict
 from .models import ListQuery
-
-if TYPE_CHECKING:
-    from ..backends.storage.base import Params, Row, Transaction
 
 _SORT_COLUMNS = {"created_at": "created_at", "label": "label"}
 
@@ -102,8 +100,6 @@ def insert_new(
 ) -> Row:
     """`insert_numbered` of a row the organization may hold once (an address saved
     twice): the row `returning` names, or a 409 saying `conflict`."""
-    from ..backends.storage.base import DuplicateKey
-
     try:
         row = insert_numbered(tx, table, org_id, values, returning)
     except DuplicateKey:
