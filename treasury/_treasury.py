@@ -452,9 +452,8 @@ class Treasury:
         first broken link (None when every chain holds). `checkpoint`: the entries of an
         `audit_checkpoint` taken before; each chain must still reach its entry."""
         runtime = self._runtime
-        key = audit.audit_key(runtime.secrets)
-        audit.seal(runtime.storage, key)  # what is still pending, first
-        checked, broken = verify_chains(runtime.storage, key)
+        audit.seal_pending(runtime)  # what is still pending, first
+        checked, broken = verify_chains(runtime.storage, audit.audit_key(runtime.secrets))
         if broken is None and checkpoint is not None:
             broken = checkpoints.check(runtime.storage, runtime.secrets, checkpoint)
         return checked, broken
@@ -464,8 +463,7 @@ class Treasury:
         outside the database, and pass it to `verify_audit_log` later."""
         if org_id is not None:
             self.admin.get_organization(org_id)
-        runtime = self._runtime
-        audit.seal(runtime.storage, audit.audit_key(runtime.secrets), org_id)
+        audit.seal_pending(self._runtime, org_id)
         return checkpoints.take(self._runtime.storage, self._runtime.secrets, org_id)
 
     def audit_public_key(self) -> str:

@@ -309,9 +309,15 @@ _SET_HEAD = (
 )
 
 
+def seal_pending(runtime: Runtime, org_id: str | None = None) -> int:
+    """`seal` under the runtime's audit key: what a reader of the chain does first
+    (`verify`, a checkpoint, a listing), and what the workers' job does."""
+    return seal(runtime.storage, audit_key(runtime.secrets), org_id)
+
+
 def seal_audit_events(runtime: Runtime, report: Report) -> None:
     """Job: seal the pending audit events into their chains (`seal`)."""
-    report.add(audit_events_sealed=seal(runtime.storage, audit_key(runtime.secrets)))
+    report.add(audit_events_sealed=seal_pending(runtime))
 
 
 #: The organization's head moves to the next event: number, previous hash and hash

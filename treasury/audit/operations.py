@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._infra.audit import audit_key, event_of, seal
+from .._infra.audit import event_of, seal_pending
 from .._infra.group import Group
 from .._infra.models import Page, PageQuery
 from .._infra.pagination import Cursors, page_of
@@ -29,7 +29,7 @@ class AuditEvents(Group):
         org_id = self._scope.org_id
         runtime = self._scope.runtime
         cursors = Cursors(runtime.secrets.derive("cursor:audit"), "audit-events")
-        seal(runtime.storage, audit_key(runtime.secrets), org_id)  # its pending events first
+        seal_pending(runtime, org_id)  # its pending events first
         with runtime.storage.read() as tx:
             rows, following = page_of(
                 cursors, org_id, query, lambda after, n: _page(tx, org_id, after, n)
